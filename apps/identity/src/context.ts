@@ -1,0 +1,13 @@
+import type { Clock } from "./clock.ts";
+import type { KeyUsageRecorder } from "./key-usage.ts";
+import type { SealingKeyRing } from "./sealing-keys.ts";
+import type { Store } from "./store/store.ts";
+
+/** What the domain functions run against, passed in rather than imported. */
+export interface IdentityContext {
+  store: Store;
+  clock: Clock;
+  sealingKeys: SealingKeyRing;
+  keyUsage: KeyUsageRecorder;
+  sessionTokenTtlMs: number;
+}

@@ -1,0 +1,71 @@
+import { randomUUID } from "node:crypto";
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { Logger } from "pino";
+
+/** The one error a route throws to answer `{ error }` with a status. */
+export class HttpError extends Error {
+  readonly status: ContentfulStatusCode;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(status: ContentfulStatusCode, message: string, headers?: Record<string, string>) {
+    super(message);
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+/** 401 answers name the scheme the caller must use. */
+export function unauthorized(message: string): HttpError {
+  return new HttpError(401, message, { "WWW-Authenticate": "Bearer" });
+}
+
+/**
+ * Renders every error as JSON `{ error }`. Unexpected errors are logged with a request id and
+ * answered 500 with that id only: no stack trace, no message that could carry a secret.
+ */
+export function createErrorHandler(logger: Logger) {
+  return (error: Error, c: Context) => {
+    if (error instanceof HttpError) {
+      return c.json({ error: error.message }, error.status, error.headers);
+    }
+    const requestId = randomUUID();
+    logger.error(
+      { err: error, requestId, method: c.req.method, path: c.req.path },
+      "request failed",
+    );
+    return c.json({ error: "Internal server error", requestId }, 500, {
+      "X-Request-Id": requestId,
+    });
+  };
+}
+
+export type BearerCredential =
+  | { kind: "missing" }
+  | { kind: "empty" }
+  | { kind: "present"; value: string };
+
+/**
+ * Reads `Authorization: Bearer <credential>`. A bare `Bearer` (HTTP stacks strip the trailing
+ * space) is an empty credential; anything not starting with `Bearer ` is missing.
+ */
+export function readBearer(header: string | undefined): BearerCredential {
+  if (header === undefined) return { kind: "missing" };
+  if (header === "Bearer") return { kind: "empty" };
+  if (!header.startsWith("Bearer ")) return { kind: "missing" };
+  const value = header.slice(7).trim();
+  return value === "" ? { kind: "empty" } : { kind: "present", value };
+}
+
+/** Parses a request body as JSON whatever its Content-Type; undefined when it is not JSON. */
+export async function readJsonBody(
+  c: Context,
+): Promise<{ ok: true; value: unknown } | { ok: false; empty: boolean }> {
+  const text = await c.req.text();
+  if (text.trim() === "") return { ok: false, empty: true };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, empty: false };
+  }
+}

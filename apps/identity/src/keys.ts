@@ -1,0 +1,54 @@
+import { createHash, randomInt } from "node:crypto";
+import { crc32 } from "node:zlib";
+
+/** The two long-lived secrets. Distinct prefixes mean one can never pass for the other. */
+export type KeyKind = "user" | "partner";
+
+const PREFIXES: Record<KeyKind, string> = { user: "apu_", partner: "apk_" };
+const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/** 32 base62 characters carry 190 bits of entropy. */
+const RANDOM_LENGTH = 32;
+const CHECKSUM_LENGTH = 6;
+const KEY_LENGTH = 4 + RANDOM_LENGTH + CHECKSUM_LENGTH;
+const BODY = /^[0-9A-Za-z]+$/;
+/** How much of a key is kept in clear, to show people which key is which. */
+const DISPLAY_LENGTH = 4 + 8;
+
+/** Makes a new key: prefix, random base62 body, and a CRC32 checksum (GitHub's format). */
+export function generateKey(kind: KeyKind): string {
+  let body = PREFIXES[kind];
+  // randomInt draws from a CSPRNG without modulo bias.
+  for (let i = 0; i < RANDOM_LENGTH; i++) body += ALPHABET[randomInt(ALPHABET.length)];
+  return body + checksumOf(body);
+}
+
+/**
+ * Whether `key` has the shape and checksum of a key of `kind`. Typos, truncations and keys of
+ * the other kind are refused here, before any database query.
+ */
+export function isWellFormedKey(kind: KeyKind, key: string): boolean {
+  if (key.length !== KEY_LENGTH || !key.startsWith(PREFIXES[kind])) return false;
+  if (!BODY.test(key.slice(4))) return false;
+  const body = key.slice(0, KEY_LENGTH - CHECKSUM_LENGTH);
+  return checksumOf(body) === key.slice(KEY_LENGTH - CHECKSUM_LENGTH);
+}
+
+/** What is stored in place of a key: its SHA-256, so a leaked database reveals no key. */
+export function hashKey(key: string): string {
+  return createHash("sha256").update(key).digest("base64url");
+}
+
+/** The part of a key that may be shown again after creation, e.g. `apu_3kT9xQ2m`. */
+export function displayPrefixOf(key: string): string {
+  return key.slice(0, DISPLAY_LENGTH);
+}
+
+function checksumOf(body: string): string {
+  let value = crc32(body);
+  let out = "";
+  for (let i = 0; i < CHECKSUM_LENGTH; i++) {
+    out = ALPHABET[value % 62] + out;
+    value = Math.floor(value / 62);
+  }
+  return out;
+}

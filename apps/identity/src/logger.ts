@@ -1,0 +1,13 @@
+import pino, { type Logger } from "pino";
+
+/**
+ * JSON-lines logs. Secrets never reach a log line: request bodies and Authorization headers are
+ * never logged, and error objects are redacted of the fields that could carry them.
+ */
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    base: { service: "agentpass-identity" },
+    redact: ["req.headers.authorization", "sessionToken", "key", "*.key", "*.sessionToken"],
+  });
+}

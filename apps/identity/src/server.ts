@@ -1,0 +1,36 @@
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import type { IdentityService } from "./service.ts";
+
+export interface RunningServer {
+  /** e.g. http://127.0.0.1:4000 */
+  url: string;
+  port: number;
+  /** Stops accepting connections, lets in-flight requests finish, then closes the service. */
+  close(): Promise<void>;
+}
+
+/** Serves the identity service over HTTP on `port` (0 picks a free one). */
+export function startServer(
+  service: IdentityService,
+  options: { port: number; host?: string | undefined },
+): Promise<RunningServer> {
+  return new Promise((resolve, reject) => {
+    const server = serve(
+      { fetch: service.app.fetch, port: options.port, hostname: options.host },
+      (info: AddressInfo) => {
+        const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
+        resolve({
+          url: `http://${host.includes(":") ? `[${host}]` : host}:${info.port}`,
+          port: info.port,
+          close: () =>
+            new Promise<void>((done) => {
+              server.close(() => service.close().then(done, done));
+              if ("closeIdleConnections" in server) server.closeIdleConnections();
+            }),
+        });
+      },
+    );
+    server.once("error", reject);
+  });
+}

@@ -1,0 +1,62 @@
+import { migrateToLatest, openDatabase } from "@agentpass/db";
+import type { Hono } from "hono";
+import type { Logger } from "pino";
+import { createApp } from "./app.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import type { IdentityContext } from "./context.ts";
+import { createKeyUsageRecorder } from "./key-usage.ts";
+import { createLogger } from "./logger.ts";
+import { loadSealingKeys } from "./sealing-keys.ts";
+import { identityMigrations } from "./store/migrations.ts";
+import type { IdentityDatabase } from "./store/schema.ts";
+import { createStore } from "./store/store.ts";
+
+export interface IdentityService {
+  app: Hono;
+  ctx: IdentityContext;
+  logger: Logger;
+  /** Flushes pending key-use times and closes the database. */
+  close(): Promise<void>;
+}
+
+/** Opens the database (migrating it), loads the sealing keys and builds the app. */
+export async function openIdentityService(
+  config: Config,
+  options: { clock?: Clock; logger?: Logger } = {},
+): Promise<IdentityService> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? systemClock;
+  const database = openDatabase<IdentityDatabase>({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    fileName: "identity.sqlite",
+  });
+  try {
+    await migrateToLatest(database.db, identityMigrations);
+    const store = createStore(database.db);
+    const keyUsage = createKeyUsageRecorder(store, (error) =>
+      logger.warn({ err: error }, "could not record key use"),
+    );
+    const ctx: IdentityContext = {
+      store,
+      clock,
+      keyUsage,
+      sealingKeys: await loadSealingKeys(store, config.tokenKeys, clock),
+      sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
+    };
+    const app = createApp({ ctx, logger, publicUrl: config.publicUrl });
+    return {
+      app,
+      ctx,
+      logger,
+      close: async () => {
+        await keyUsage.close().catch(() => {});
+        await database.close();
+      },
+    };
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}

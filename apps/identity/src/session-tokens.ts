@@ -1,0 +1,81 @@
+import type { IdentityContext } from "./context.ts";
+import { hashKey, isWellFormedKey } from "./keys.ts";
+import { openSessionToken, sealSessionToken } from "./tokens.ts";
+
+export type MintResult =
+  | { ok: true; sessionToken: string; expiresAt: number }
+  | { ok: false; code: "INVALID_USER_KEY" | "REVOKED_USER_KEY" | "INVALID_AUDIENCE" };
+
+/**
+ * Trades a user key for a session token, optionally bound to one partner (`audience`, a partner
+ * id, or null for any partner).
+ * Writes nothing: the token is sealed, and the key's last use is recorded in a later batch.
+ */
+export async function mintSessionToken(
+  ctx: IdentityContext,
+  userKey: string,
+  audience: unknown,
+): Promise<MintResult> {
+  if (!isWellFormedKey("user", userKey)) return { ok: false, code: "INVALID_USER_KEY" };
+  const key = await ctx.store.findKeyByHash("user_keys", hashKey(userKey));
+  if (!key) return { ok: false, code: "INVALID_USER_KEY" };
+  if (key.revokedAt !== null) return { ok: false, code: "REVOKED_USER_KEY" };
+  let boundTo: string | null = null;
+  if (audience !== null) {
+    if (!isUuid(audience) || !(await ctx.store.findPartner(audience))) {
+      return { ok: false, code: "INVALID_AUDIENCE" };
+    }
+    boundTo = audience;
+  }
+  const issuedAt = ctx.clock();
+  const expiresAt = issuedAt + ctx.sessionTokenTtlMs;
+  const sessionToken = sealSessionToken(ctx.sealingKeys.current, {
+    userKeyId: key.id,
+    accountId: key.ownerId,
+    issuedAt,
+    expiresAt,
+    audience: boundTo,
+  });
+  ctx.keyUsage.record("user_keys", key.id, issuedAt);
+  return { ok: true, sessionToken, expiresAt };
+}
+
+export type VerifyResult =
+  | { ok: true; email: string; expiresAt: number; partnerId: string }
+  | {
+      ok: false;
+      code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" | "INVALID_SESSION_TOKEN";
+    };
+
+/**
+ * What a partner learns from a session token: the email of the account that minted it.
+ * The partner key is judged first (invalid, then revoked), then the token. Every way a token
+ * can be bad — expired, tampered, bound to another partner, from a revoked or deleted key —
+ * gives the same INVALID_SESSION_TOKEN, so a partner learns nothing from the difference.
+ */
+export async function verifySessionToken(
+  ctx: IdentityContext,
+  partnerKey: string,
+  sessionToken: string,
+): Promise<VerifyResult> {
+  if (!isWellFormedKey("partner", partnerKey)) return { ok: false, code: "INVALID_PARTNER_KEY" };
+  const partner = await ctx.store.findKeyByHash("partner_keys", hashKey(partnerKey));
+  if (!partner) return { ok: false, code: "INVALID_PARTNER_KEY" };
+  if (partner.revokedAt !== null) return { ok: false, code: "REVOKED_PARTNER_KEY" };
+
+  const now = ctx.clock();
+  ctx.keyUsage.record("partner_keys", partner.id, now);
+  const claims = openSessionToken(ctx.sealingKeys.byId, sessionToken);
+  const invalid = { ok: false, code: "INVALID_SESSION_TOKEN" } as const;
+  if (!claims || now >= claims.expiresAt) return invalid;
+  if (claims.audience !== null && claims.audience !== partner.ownerId) return invalid;
+  const owner = await ctx.store.findTokenOwner(claims.userKeyId);
+  if (!owner || owner.revokedAt !== null || owner.accountId !== claims.accountId) return invalid;
+  return { ok: true, email: owner.email, expiresAt: claims.expiresAt, partnerId: partner.ownerId };
+}
+
+function isUuid(value: unknown): value is string {
+  return typeof value === "string" && UUID.test(value);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

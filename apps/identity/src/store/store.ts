@@ -1,0 +1,239 @@
+import { randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { IdentityDatabase } from "./schema.ts";
+
+export interface Account {
+  id: string;
+  email: string;
+  createdAt: number;
+}
+
+export interface KeyRecord {
+  id: string;
+  /** The account (user keys) or partner (partner keys) the key belongs to. */
+  ownerId: string;
+  name: string;
+  displayPrefix: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface Partner {
+  id: string;
+  ownerAccountId: string;
+  name: string;
+  website: string | null;
+  description: string | null;
+  listed: boolean;
+  createdAt: number;
+}
+
+export interface NewKey {
+  ownerId: string;
+  name: string;
+  displayPrefix: string;
+  secretHash: string;
+  createdAt: number;
+}
+
+/** What the verify path needs about a session token's user key, in one read. */
+export interface TokenOwner {
+  accountId: string;
+  email: string;
+  revokedAt: number | null;
+}
+
+export type KeyTableName = "user_keys" | "partner_keys";
+
+/**
+ * The identity service's whole storage boundary: plain data in, plain data out. It runs
+ * unchanged on SQLite and PostgreSQL.
+ */
+export function createStore(db: Kysely<IdentityDatabase>) {
+  const ownerColumn = (table: KeyTableName) =>
+    table === "user_keys" ? ("account_id" as const) : ("partner_id" as const);
+
+  return {
+    db,
+
+    async createAccount(email: string, createdAt: number): Promise<Account | null> {
+      const account = { id: randomUUID(), email, created_at: createdAt };
+      const inserted = await db
+        .insertInto("accounts")
+        .values(account)
+        .onConflict((oc) => oc.column("email").doNothing())
+        .returning("id")
+        .executeTakeFirst();
+      return inserted ? { id: account.id, email, createdAt } : null;
+    },
+
+    async findAccountByEmail(email: string): Promise<Account | undefined> {
+      const row = await db
+        .selectFrom("accounts")
+        .selectAll()
+        .where("email", "=", email)
+        .executeTakeFirst();
+      return row && { id: row.id, email: row.email, createdAt: row.created_at };
+    },
+
+    async insertKey(table: KeyTableName, key: NewKey): Promise<KeyRecord> {
+      const id = randomUUID();
+      const base = {
+        id,
+        name: key.name,
+        display_prefix: key.displayPrefix,
+        secret_hash: key.secretHash,
+        created_at: key.createdAt,
+        last_used_at: null,
+        revoked_at: null,
+      };
+      if (table === "user_keys") {
+        await db
+          .insertInto("user_keys")
+          .values({ ...base, account_id: key.ownerId })
+          .execute();
+      } else {
+        await db
+          .insertInto("partner_keys")
+          .values({ ...base, partner_id: key.ownerId })
+          .execute();
+      }
+      const { secretHash: _, ...rest } = key;
+      return { id, ...rest, lastUsedAt: null, revokedAt: null };
+    },
+
+    /** The key whose hash is `secretHash`, revoked or not. */
+    async findKeyByHash(table: KeyTableName, secretHash: string) {
+      return db
+        .selectFrom(table)
+        .select(["id", `${ownerColumn(table)} as ownerId`, "revoked_at as revokedAt"])
+        .where("secret_hash", "=", secretHash)
+        .executeTakeFirst() as Promise<
+        { id: string; ownerId: string; revokedAt: number | null } | undefined
+      >;
+    },
+
+    async findKeyById(table: KeyTableName, id: string): Promise<KeyRecord | undefined> {
+      const row = await db
+        .selectFrom(table)
+        .select(keyColumns(ownerColumn(table)))
+        .where("id", "=", id)
+        .executeTakeFirst();
+      return row as KeyRecord | undefined;
+    },
+
+    async listKeys(table: KeyTableName, ownerId: string): Promise<KeyRecord[]> {
+      const rows = await db
+        .selectFrom(table)
+        .select(keyColumns(ownerColumn(table)))
+        .where(ownerColumn(table), "=", ownerId)
+        .orderBy("created_at", "desc")
+        .orderBy("id")
+        .execute();
+      return rows as KeyRecord[];
+    },
+
+    /** Revokes a key; false when no unrevoked key has that id. */
+    async revokeKey(table: KeyTableName, id: string, revokedAt: number): Promise<boolean> {
+      const result = await db
+        .updateTable(table)
+        .set({ revoked_at: revokedAt })
+        .where("id", "=", id)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    /** Records last use times gathered in memory, in one transaction. Never moves time back. */
+    async recordKeyUse(table: KeyTableName, uses: ReadonlyMap<string, number>): Promise<void> {
+      if (uses.size === 0) return;
+      await db.transaction().execute(async (trx) => {
+        for (const [id, at] of uses) {
+          await trx
+            .updateTable(table)
+            .set({ last_used_at: at })
+            .where("id", "=", id)
+            .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", at)]))
+            .execute();
+        }
+      });
+    },
+
+    async findTokenOwner(userKeyId: string): Promise<TokenOwner | undefined> {
+      return db
+        .selectFrom("user_keys")
+        .innerJoin("accounts", "accounts.id", "user_keys.account_id")
+        .select(["accounts.id as accountId", "accounts.email", "user_keys.revoked_at as revokedAt"])
+        .where("user_keys.id", "=", userKeyId)
+        .executeTakeFirst();
+    },
+
+    async createPartner(partner: Omit<Partner, "id">): Promise<Partner> {
+      const id = randomUUID();
+      await db
+        .insertInto("partners")
+        .values({
+          id,
+          owner_account_id: partner.ownerAccountId,
+          name: partner.name,
+          website: partner.website,
+          description: partner.description,
+          listed: partner.listed ? 1 : 0,
+          created_at: partner.createdAt,
+        })
+        .execute();
+      return { id, ...partner };
+    },
+
+    async findPartner(id: string): Promise<Partner | undefined> {
+      const row = await db
+        .selectFrom("partners")
+        .selectAll()
+        .where("id", "=", id)
+        .executeTakeFirst();
+      return (
+        row && {
+          id: row.id,
+          ownerAccountId: row.owner_account_id,
+          name: row.name,
+          website: row.website,
+          description: row.description,
+          listed: row.listed === 1,
+          createdAt: row.created_at,
+        }
+      );
+    },
+
+    async listSealingKeys(): Promise<{ id: string; secret: string; createdAt: number }[]> {
+      return db
+        .selectFrom("sealing_keys")
+        .select(["id", "secret", "created_at as createdAt"])
+        .orderBy("created_at", "desc")
+        .execute();
+    },
+
+    /** Adds a sealing key unless one exists already (another process may have won the race). */
+    async insertSealingKey(key: { id: string; secret: string; createdAt: number }): Promise<void> {
+      await db
+        .insertInto("sealing_keys")
+        .values({ id: key.id, secret: key.secret, created_at: key.createdAt })
+        .onConflict((oc) => oc.column("id").doNothing())
+        .execute();
+    },
+  };
+}
+
+export type Store = ReturnType<typeof createStore>;
+
+function keyColumns(owner: "account_id" | "partner_id") {
+  return [
+    "id",
+    `${owner} as ownerId`,
+    "name",
+    "display_prefix as displayPrefix",
+    "created_at as createdAt",
+    "last_used_at as lastUsedAt",
+    "revoked_at as revokedAt",
+  ] as const;
+}

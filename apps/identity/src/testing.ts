@@ -1,0 +1,86 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createAccount, findAccountByEmail } from "./accounts.ts";
+import { loadConfig } from "./config.ts";
+import { issueKey, revokeKey } from "./credentials.ts";
+import { createPartner } from "./partners.ts";
+import { startServer } from "./server.ts";
+import { openIdentityService } from "./service.ts";
+
+/**
+ * A real identity service on a real loopback port, on SQLite in a fresh temporary folder, for
+ * the tests of the client library, the agent CLI and the notes API.
+ *
+ * @example
+ * const identity = await startTestIdentityService();
+ * const { key } = await identity.createUserKey("ada@example.com");
+ * // ... call identity.url ...
+ * await identity.close();
+ */
+export async function startTestIdentityService(
+  options: { sessionTokenTtlSeconds?: number; databaseUrl?: string; clock?: () => number } = {},
+) {
+  const dataDir = mkdtempSync(join(tmpdir(), "agentpass-identity-"));
+  const loaded = loadConfig({
+    DATA_DIR: dataDir,
+    DATABASE_URL: options.databaseUrl,
+    SESSION_TOKEN_TTL_SECONDS: String(options.sessionTokenTtlSeconds ?? 300),
+    LOG_LEVEL: "silent",
+  });
+  if (!loaded.ok) throw new Error(loaded.error);
+  const service = await openIdentityService(loaded.config, { clock: options.clock });
+  const server = await startServer(service, { port: 0, host: "127.0.0.1" });
+  const { ctx } = service;
+
+  async function accountFor(email: string) {
+    const found = await findAccountByEmail(ctx, email);
+    if (found.ok) return found.account;
+    const created = await createAccount(ctx, email);
+    if (!created.ok) throw new Error(`cannot create account ${email}: ${created.code}`);
+    return created.account;
+  }
+
+  async function issue(kind: "user" | "partner", ownerId: string, name: string) {
+    const issued = await issueKey(ctx, kind, ownerId, name);
+    if (!issued.ok) throw new Error(`cannot issue key: ${issued.code}`);
+    return { id: issued.record.id, key: issued.key };
+  }
+
+  return {
+    url: server.url,
+    service,
+    async createAccount(email: string) {
+      const account = await accountFor(email);
+      return { id: account.id, email: account.email };
+    },
+    async createUserKey(email: string, name = "test") {
+      return issue("user", (await accountFor(email)).id, name);
+    },
+    async createPartner(input: { name: string; ownerEmail: string; listed?: boolean }) {
+      const owner = await accountFor(input.ownerEmail);
+      const created = await createPartner(ctx, {
+        ownerAccountId: owner.id,
+        name: input.name,
+        listed: input.listed,
+      });
+      if (!created.ok) throw new Error(created.reason);
+      return { id: created.partner.id };
+    },
+    async createPartnerKey(partnerId: string, name = "test") {
+      return issue("partner", partnerId, name);
+    },
+    async revokeUserKey(id: string) {
+      await revokeKey(ctx, "user", id);
+    },
+    async revokePartnerKey(id: string) {
+      await revokeKey(ctx, "partner", id);
+    },
+    async close() {
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export type TestIdentityService = Awaited<ReturnType<typeof startTestIdentityService>>;

@@ -1,0 +1,130 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
+
+/**
+ * Session tokens are sealed, not signed: AES-256-GCM over a small binary payload, so a partner
+ * learns nothing from a token (no email, no ids) and must ask AgentPass.
+ *
+ * Layout (then base64url, after the `aps_` prefix):
+ *   version (1) | key id (4) | salt (32) | ciphertext | GCM tag (16)
+ * Every token gets its own AES key and nonce, derived with HKDF from the server key and a fresh
+ * 256-bit random salt, so no (key, nonce) pair can repeat at any volume. The version and key id
+ * are authenticated as associated data.
+ */
+export interface SealingKey {
+  /** 8 hex characters (4 bytes), carried in every token so keys can rotate. */
+  id: string;
+  /** 32 random bytes. */
+  secret: Buffer;
+}
+
+export interface SessionClaims {
+  userKeyId: string;
+  accountId: string;
+  /** Epoch milliseconds. */
+  issuedAt: number;
+  /** Epoch milliseconds; the token is valid while now < expiresAt. */
+  expiresAt: number;
+  /** Partner id the token is bound to, or null for any partner. */
+  audience: string | null;
+}
+
+export const SESSION_TOKEN_PREFIX = "aps_";
+const VERSION = 1;
+const HEADER_LENGTH = 1 + 4;
+const SALT_LENGTH = 32;
+const TAG_LENGTH = 16;
+const UUID_LENGTH = 16;
+const TIME_LENGTH = 6;
+const PAYLOAD_LENGTH = UUID_LENGTH * 2 + TIME_LENGTH * 2 + 1;
+const MIN_LENGTH = HEADER_LENGTH + SALT_LENGTH + PAYLOAD_LENGTH + TAG_LENGTH;
+const MAX_LENGTH = MIN_LENGTH + UUID_LENGTH;
+const MAX_TOKEN_CHARS = SESSION_TOKEN_PREFIX.length + Math.ceil((MAX_LENGTH * 4) / 3);
+const HKDF_INFO = Buffer.from("agentpass session token v1");
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+export function generateSealingKey(): SealingKey {
+  return { id: randomBytes(4).toString("hex"), secret: randomBytes(32) };
+}
+
+/** Seals `claims` under `key`. Pure CPU: minting writes nothing. */
+export function sealSessionToken(key: SealingKey, claims: SessionClaims): string {
+  const header = Buffer.alloc(HEADER_LENGTH);
+  header.writeUInt8(VERSION, 0);
+  header.write(key.id, 1, "hex");
+  const salt = randomBytes(SALT_LENGTH);
+  const { aesKey, nonce } = deriveTokenKey(key.secret, salt);
+  const cipher = createCipheriv("aes-256-gcm", aesKey, nonce);
+  cipher.setAAD(header);
+  const ciphertext = Buffer.concat([cipher.update(encodeClaims(claims)), cipher.final()]);
+  const sealed = Buffer.concat([header, salt, ciphertext, cipher.getAuthTag()]);
+  return SESSION_TOKEN_PREFIX + sealed.toString("base64url");
+}
+
+/**
+ * Opens a token sealed by one of `keys`. Any tampering, unknown key id or malformed input gives
+ * null; the caller checks expiry and audience. Every failure looks the same to the caller.
+ */
+export function openSessionToken(
+  keys: ReadonlyMap<string, SealingKey>,
+  token: string,
+): SessionClaims | null {
+  if (token.length > MAX_TOKEN_CHARS || !token.startsWith(SESSION_TOKEN_PREFIX)) return null;
+  const encoded = token.slice(SESSION_TOKEN_PREFIX.length);
+  if (!BASE64URL.test(encoded)) return null;
+  const sealed = Buffer.from(encoded, "base64url");
+  // Non-canonical base64url (stray trailing bits) would let two strings open to one token.
+  if (sealed.length < MIN_LENGTH || sealed.length > MAX_LENGTH) return null;
+  if (sealed.toString("base64url") !== encoded) return null;
+  if (sealed.readUInt8(0) !== VERSION) return null;
+  const key = keys.get(sealed.toString("hex", 1, HEADER_LENGTH));
+  if (!key) return null;
+  const header = sealed.subarray(0, HEADER_LENGTH);
+  const salt = sealed.subarray(HEADER_LENGTH, HEADER_LENGTH + SALT_LENGTH);
+  const ciphertext = sealed.subarray(HEADER_LENGTH + SALT_LENGTH, sealed.length - TAG_LENGTH);
+  const { aesKey, nonce } = deriveTokenKey(key.secret, salt);
+  const decipher = createDecipheriv("aes-256-gcm", aesKey, nonce, { authTagLength: TAG_LENGTH });
+  decipher.setAAD(header);
+  decipher.setAuthTag(sealed.subarray(sealed.length - TAG_LENGTH));
+  try {
+    return decodeClaims(Buffer.concat([decipher.update(ciphertext), decipher.final()]));
+  } catch {
+    return null; // authentication failed: tampered or forged
+  }
+}
+
+function deriveTokenKey(secret: Buffer, salt: Buffer): { aesKey: Buffer; nonce: Buffer } {
+  const okm = Buffer.from(hkdfSync("sha256", secret, salt, HKDF_INFO, 32 + 12));
+  return { aesKey: okm.subarray(0, 32), nonce: okm.subarray(32) };
+}
+
+function encodeClaims(claims: SessionClaims): Buffer {
+  const out = Buffer.alloc(PAYLOAD_LENGTH + (claims.audience ? UUID_LENGTH : 0));
+  let offset = writeUuid(out, claims.userKeyId, 0);
+  offset = writeUuid(out, claims.accountId, offset);
+  offset = out.writeUIntBE(claims.issuedAt, offset, TIME_LENGTH);
+  offset = out.writeUIntBE(claims.expiresAt, offset, TIME_LENGTH);
+  offset = out.writeUInt8(claims.audience ? 1 : 0, offset);
+  if (claims.audience) writeUuid(out, claims.audience, offset);
+  return out;
+}
+
+function decodeClaims(payload: Buffer): SessionClaims | null {
+  const hasAudience = payload.readUInt8(PAYLOAD_LENGTH - 1) === 1;
+  if (payload.length !== PAYLOAD_LENGTH + (hasAudience ? UUID_LENGTH : 0)) return null;
+  return {
+    userKeyId: readUuid(payload, 0),
+    accountId: readUuid(payload, UUID_LENGTH),
+    issuedAt: payload.readUIntBE(UUID_LENGTH * 2, TIME_LENGTH),
+    expiresAt: payload.readUIntBE(UUID_LENGTH * 2 + TIME_LENGTH, TIME_LENGTH),
+    audience: hasAudience ? readUuid(payload, PAYLOAD_LENGTH) : null,
+  };
+}
+
+function writeUuid(out: Buffer, uuid: string, offset: number): number {
+  return offset + out.write(uuid.replaceAll("-", ""), offset, UUID_LENGTH, "hex");
+}
+
+function readUuid(buffer: Buffer, offset: number): string {
+  const hex = buffer.toString("hex", offset, offset + UUID_LENGTH);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

@@ -1,0 +1,8 @@
+export { migrateToLatest } from "./migrate.ts";
+export {
+  type Engine,
+  isPostgresUrl,
+  type OpenDatabaseOptions,
+  type OpenedDatabase,
+  openDatabase,
+} from "./open-database.ts";

@@ -1,0 +1,64 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { Kysely, PostgresDialect } from "kysely";
+import pg from "pg";
+import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
+
+export type Engine = "sqlite" | "postgres";
+
+export interface OpenDatabaseOptions {
+  /** A `postgres://` URL selects PostgreSQL; anything else (or nothing) selects SQLite. */
+  databaseUrl?: string | undefined;
+  /** Folder of the SQLite file; created when missing. */
+  dataDir: string;
+  /** SQLite file name inside `dataDir`, such as `identity.sqlite`. */
+  fileName: string;
+  /** PostgreSQL pool size. */
+  poolSize?: number;
+}
+
+export interface OpenedDatabase<T> {
+  db: Kysely<T>;
+  engine: Engine;
+  /** The raw SQLite handle (SQLite only), for the few hot-path reads that skip the query builder. */
+  sqlite?: DatabaseSync;
+  /** The PostgreSQL pool (PostgreSQL only). */
+  pool?: pg.Pool;
+  close(): Promise<void>;
+}
+
+export function isPostgresUrl(url: string | undefined): url is string {
+  return url !== undefined && /^postgres(ql)?:\/\//.test(url);
+}
+
+/** Opens the service's database: PostgreSQL when `databaseUrl` says so, else SQLite in WAL mode. */
+export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T> {
+  if (isPostgresUrl(options.databaseUrl)) return openPostgres<T>(options.databaseUrl, options);
+  mkdirSync(options.dataDir, { recursive: true });
+  const sqlite = new DatabaseSync(join(options.dataDir, options.fileName), { timeout: 5000 });
+  // WAL lets the admin CLI write while the server reads; NORMAL sync in WAL mode is durable
+  // across process crashes (only an OS crash can lose the last transactions).
+  sqlite.exec("PRAGMA journal_mode = WAL");
+  sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  const db = new Kysely<T>({ dialect: createNodeSqliteDialect(sqlite) });
+  return { db, engine: "sqlite", sqlite, close: () => db.destroy() };
+}
+
+// bigint columns hold epoch milliseconds, well inside Number's exact range.
+const INT8_OID = 20;
+const types = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID
+      ? Number
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatabase<T> {
+  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types });
+  // An idle client losing its connection (server restart) must not crash the process.
+  pool.on("error", () => {});
+  const db = new Kysely<T>({ dialect: new PostgresDialect({ pool }) });
+  return { db, engine: "postgres", pool, close: () => db.destroy() };
+}

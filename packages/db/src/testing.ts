@@ -1,0 +1,64 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import type { Engine } from "./open-database.ts";
+
+/**
+ * The engines a test suite runs on: SQLite always, PostgreSQL too when `TEST_DATABASE_URL` is
+ * set. When it is set and the server cannot be reached, the suite fails rather than skips.
+ */
+export function testEngines(): Engine[] {
+  return process.env.TEST_DATABASE_URL ? ["sqlite", "postgres"] : ["sqlite"];
+}
+
+export interface TestDatabase {
+  engine: Engine;
+  /** Set for PostgreSQL: a freshly created database of its own. */
+  databaseUrl: string | undefined;
+  /** A fresh temporary folder (the SQLite file lives here). */
+  dataDir: string;
+  /** Drops the database and removes the folder. */
+  drop(): Promise<void>;
+}
+
+/** Creates an empty database on `engine` that nothing else uses, to be dropped after the test. */
+export async function createTestDatabase(engine: Engine): Promise<TestDatabase> {
+  const dataDir = mkdtempSync(join(tmpdir(), "agentpass-test-"));
+  if (engine === "sqlite") {
+    return {
+      engine,
+      databaseUrl: undefined,
+      dataDir,
+      drop: async () => rmSync(dataDir, { recursive: true, force: true }),
+    };
+  }
+  const adminUrl = process.env.TEST_DATABASE_URL;
+  if (!adminUrl) throw new Error("TEST_DATABASE_URL is required for PostgreSQL tests");
+  const name = `agentpass_test_${randomBytes(6).toString("hex")}`;
+  await withAdminClient(adminUrl, (client) => client.query(`CREATE DATABASE ${name}`));
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    engine,
+    databaseUrl: url.toString(),
+    dataDir,
+    drop: async () => {
+      await withAdminClient(adminUrl, (client) =>
+        client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+      );
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function withAdminClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
