@@ -34,7 +34,8 @@ function adaptStatement(statement: StatementSync): SqliteStatement {
   return {
     // A statement that yields columns (SELECT, or anything with RETURNING) is a reader.
     reader: statement.columns().length > 0,
-    all: (parameters) => statement.all(...(parameters as SqliteValue[])),
+    // node:sqlite yields null-prototype rows; copy them so both engines return plain objects.
+    all: (parameters) => statement.all(...(parameters as SqliteValue[])).map((row) => ({ ...row })),
     run: (parameters) => statement.run(...(parameters as SqliteValue[])),
     iterate: (parameters) => statement.iterate(...(parameters as SqliteValue[])),
   };

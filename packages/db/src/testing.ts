@@ -5,12 +5,21 @@ import { join } from "node:path";
 import pg from "pg";
 import type { Engine } from "./open-database.ts";
 
+export type { Engine };
+
 /**
  * The engines a test suite runs on: SQLite always, PostgreSQL too when `TEST_DATABASE_URL` is
  * set. When it is set and the server cannot be reached, the suite fails rather than skips.
+ * `TEST_ENGINES=postgres` (or `sqlite`) narrows the run to one engine.
  */
 export function testEngines(): Engine[] {
-  return process.env.TEST_DATABASE_URL ? ["sqlite", "postgres"] : ["sqlite"];
+  const all: Engine[] = process.env.TEST_DATABASE_URL ? ["sqlite", "postgres"] : ["sqlite"];
+  const only = process.env.TEST_ENGINES?.split(",").map((name) => name.trim());
+  if (!only) return all;
+  if (only.includes("postgres") && !process.env.TEST_DATABASE_URL) {
+    throw new Error("TEST_ENGINES names postgres but TEST_DATABASE_URL is not set");
+  }
+  return all.filter((engine) => only.includes(engine));
 }
 
 export interface TestDatabase {
