@@ -3,7 +3,11 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
 
-/** The one error a route throws to answer `{ error }` with a status. */
+/**
+ * The one error type: a status and a message answered as `{ error }`. Routes on the hot path
+ * `return renderError(c, error)` with a prebuilt instance instead of throwing (measured: a
+ * throw through the framework costs ~50 µs a request); anything may still throw one.
+ */
 export class HttpError extends Error {
   readonly status: ContentfulStatusCode;
   readonly headers: Record<string, string> | undefined;
@@ -26,9 +30,7 @@ export function unauthorized(message: string): HttpError {
  */
 export function createErrorHandler(logger: Logger) {
   return (error: Error, c: Context) => {
-    if (error instanceof HttpError) {
-      return c.json({ error: error.message }, error.status, error.headers);
-    }
+    if (error instanceof HttpError) return renderError(c, error);
     const requestId = randomUUID();
     logger.error(
       { err: error, requestId, method: c.req.method, path: c.req.path },
@@ -38,6 +40,10 @@ export function createErrorHandler(logger: Logger) {
       "X-Request-Id": requestId,
     });
   };
+}
+
+export function renderError(c: Context, error: HttpError): Response {
+  return c.json({ error: error.message }, error.status, error.headers);
 }
 
 export type BearerCredential =
@@ -55,17 +61,4 @@ export function readBearer(header: string | undefined): BearerCredential {
   if (!header.startsWith("Bearer ")) return { kind: "missing" };
   const value = header.slice(7).trim();
   return value === "" ? { kind: "empty" } : { kind: "present", value };
-}
-
-/** Parses a request body as JSON whatever its Content-Type; undefined when it is not JSON. */
-export async function readJsonBody(
-  c: Context,
-): Promise<{ ok: true; value: unknown } | { ok: false; empty: boolean }> {
-  const text = await c.req.text();
-  if (text.trim() === "") return { ok: false, empty: true };
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    return { ok: false, empty: false };
-  }
 }

@@ -1,6 +1,6 @@
 import type { Clock } from "./clock.ts";
 import type { Store } from "./store/store.ts";
-import { generateSealingKey, type SealingKey } from "./tokens.ts";
+import { generateSealingKey, type SealingKey, toSealingKey } from "./tokens.ts";
 
 export interface SealingKeyRing {
   /** The key that seals new tokens. */
@@ -22,7 +22,7 @@ export async function loadSealingKeys(
   if (tokenKeys) {
     keys = tokenKeys.split(",").map((pair) => {
       const [id = "", secret = ""] = pair.split(":");
-      return { id, secret: Buffer.from(secret, "base64") };
+      return toSealingKey(id, Buffer.from(secret, "base64"));
     });
   } else {
     let stored = await store.listSealingKeys();
@@ -36,7 +36,7 @@ export async function loadSealingKeys(
       // Read back: when two processes start together, both must use the same keys.
       stored = await store.listSealingKeys();
     }
-    keys = stored.map((row) => ({ id: row.id, secret: Buffer.from(row.secret, "base64") }));
+    keys = stored.map((row) => toSealingKey(row.id, Buffer.from(row.secret, "base64")));
   }
   const current = keys[0];
   if (!current || keys.some((key) => key.secret.length !== 32)) {

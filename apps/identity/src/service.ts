@@ -34,7 +34,7 @@ export async function openIdentityService(
   });
   try {
     await migrateToLatest(database.db, identityMigrations);
-    const store = createStore(database.db);
+    const store = createStore(database);
     const keyUsage = createKeyUsageRecorder(store, (error) =>
       logger.warn({ err: error }, "could not record key use"),
     );

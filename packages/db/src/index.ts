@@ -6,3 +6,4 @@ export {
   type OpenedDatabase,
   openDatabase,
 } from "./open-database.ts";
+export { createPreparedQuery } from "./prepared-query.ts";

@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { IdentityContext } from "../context.ts";
-import { HttpError, readBearer, readJsonBody, unauthorized } from "../http-error.ts";
+import { HttpError, readBearer, renderError, unauthorized } from "../http-error.ts";
+import { readJsonBody } from "../read-body.ts";
 import { mintSessionToken } from "../session-tokens.ts";
 
 export const MintRequest = z.object({
@@ -12,7 +13,10 @@ export const MintResponse = z.object({
   expiresAt: z.iso.datetime().describe("When the token stops verifying"),
 });
 
-const MESSAGES = {
+const ERRORS = {
+  MISSING_OR_INVALID_USER_KEY: unauthorized("Missing or invalid user key"),
+  MISSING_USER_KEY: unauthorized("Missing user key"),
+  INVALID_JSON_BODY: new HttpError(400, "Invalid JSON body"),
   INVALID_USER_KEY: unauthorized("Invalid user key"),
   REVOKED_USER_KEY: new HttpError(403, "User key has been revoked"),
   INVALID_AUDIENCE: new HttpError(400, "Invalid audience"),
@@ -26,18 +30,18 @@ const MESSAGES = {
 export function sessionTokenRoutes(ctx: IdentityContext) {
   return new Hono().post("/api/session-tokens", async (c) => {
     const bearer = readBearer(c.req.header("authorization"));
-    if (bearer.kind === "missing") throw unauthorized("Missing or invalid user key");
-    if (bearer.kind === "empty") throw unauthorized("Missing user key");
+    if (bearer.kind === "missing") return renderError(c, ERRORS.MISSING_OR_INVALID_USER_KEY);
+    if (bearer.kind === "empty") return renderError(c, ERRORS.MISSING_USER_KEY);
     const body = await readJsonBody(c);
-    if (!body.ok && !body.empty) throw new HttpError(400, "Invalid JSON body");
+    if (!body.ok && !body.empty) return renderError(c, ERRORS.INVALID_JSON_BODY);
     const fields = body.ok ? body.value : {};
     if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {
-      throw new HttpError(400, "Invalid JSON body");
+      return renderError(c, ERRORS.INVALID_JSON_BODY);
     }
     const audience = (fields as { audience?: unknown }).audience ?? null;
 
     const result = await mintSessionToken(ctx, bearer.value, audience);
-    if (!result.ok) throw MESSAGES[result.code];
+    if (!result.ok) return renderError(c, ERRORS[result.code]);
     return c.json(
       { sessionToken: result.sessionToken, expiresAt: new Date(result.expiresAt).toISOString() },
       201,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Kysely } from "kysely";
+import { createPreparedQuery, type OpenedDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 export interface Account {
@@ -48,11 +48,28 @@ export type KeyTableName = "user_keys" | "partner_keys";
 
 /**
  * The identity service's whole storage boundary: plain data in, plain data out. It runs
- * unchanged on SQLite and PostgreSQL.
+ * unchanged on SQLite and PostgreSQL. The reads of the verify and mint paths are prepared
+ * statements run without the query builder (see `createPreparedQuery` for the measurement).
  */
-export function createStore(db: Kysely<IdentityDatabase>) {
+export function createStore(database: OpenedDatabase<IdentityDatabase>) {
+  const { db } = database;
   const ownerColumn = (table: KeyTableName) =>
     table === "user_keys" ? ("account_id" as const) : ("partner_id" as const);
+  type KeyByHash = { id: string; ownerId: string; revokedAt: number | null };
+  const keyByHash = {
+    user_keys: createPreparedQuery<KeyByHash>(
+      database,
+      'SELECT id, account_id AS "ownerId", revoked_at AS "revokedAt" FROM user_keys WHERE secret_hash = ?',
+    ),
+    partner_keys: createPreparedQuery<KeyByHash>(
+      database,
+      'SELECT id, partner_id AS "ownerId", revoked_at AS "revokedAt" FROM partner_keys WHERE secret_hash = ?',
+    ),
+  };
+  const tokenOwner = createPreparedQuery<TokenOwner>(
+    database,
+    'SELECT a.id AS "accountId", a.email, k.revoked_at AS "revokedAt" FROM user_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?',
+  );
 
   return {
     db,
@@ -104,14 +121,8 @@ export function createStore(db: Kysely<IdentityDatabase>) {
     },
 
     /** The key whose hash is `secretHash`, revoked or not. */
-    async findKeyByHash(table: KeyTableName, secretHash: string) {
-      return db
-        .selectFrom(table)
-        .select(["id", `${ownerColumn(table)} as ownerId`, "revoked_at as revokedAt"])
-        .where("secret_hash", "=", secretHash)
-        .executeTakeFirst() as Promise<
-        { id: string; ownerId: string; revokedAt: number | null } | undefined
-      >;
+    findKeyByHash(table: KeyTableName, secretHash: string): Promise<KeyByHash | undefined> {
+      return keyByHash[table](secretHash);
     },
 
     async findKeyById(table: KeyTableName, id: string): Promise<KeyRecord | undefined> {
@@ -160,13 +171,8 @@ export function createStore(db: Kysely<IdentityDatabase>) {
       });
     },
 
-    async findTokenOwner(userKeyId: string): Promise<TokenOwner | undefined> {
-      return db
-        .selectFrom("user_keys")
-        .innerJoin("accounts", "accounts.id", "user_keys.account_id")
-        .select(["accounts.id as accountId", "accounts.email", "user_keys.revoked_at as revokedAt"])
-        .where("user_keys.id", "=", userKeyId)
-        .executeTakeFirst();
+    findTokenOwner(userKeyId: string): Promise<TokenOwner | undefined> {
+      return tokenOwner(userKeyId);
     },
 
     async createPartner(partner: Omit<Partner, "id">): Promise<Partner> {

@@ -1,0 +1,68 @@
+import type { IncomingMessage } from "node:http";
+import type { Context } from "hono";
+import { HttpError } from "./http-error.ts";
+
+/** API bodies are small JSON objects; anything larger is refused before it is read. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+export type JsonBody = { ok: true; value: unknown } | { ok: false; empty: boolean };
+
+/**
+ * Reads the request body as JSON whatever its Content-Type. Over `MAX_BODY_BYTES` is a 413.
+ * Invalid UTF-8 counts as not JSON.
+ *
+ * On Node the body is read straight from the socket's IncomingMessage: going through the Fetch
+ * `Request` would build a web stream for every request, which costs more than the whole verify.
+ */
+export async function readJsonBody(c: Context): Promise<JsonBody> {
+  const declared = Number(c.req.header("content-length"));
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  const bytes = incoming ? await readIncoming(incoming) : await readFetchBody(c.req.raw);
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    return { ok: false, empty: false };
+  }
+  if (text.trim() === "") return { ok: false, empty: true };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, empty: false };
+  }
+}
+
+/** Plain stream events: measured ~15 µs cheaper per request than `for await` over the stream. */
+function readIncoming(incoming: IncomingMessage): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    incoming.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        incoming.removeAllListeners("data");
+        incoming.resume();
+        reject(tooLarge());
+      } else {
+        chunks.push(chunk);
+      }
+    });
+    incoming.once("end", () =>
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)),
+    );
+    incoming.once("error", reject);
+  });
+}
+
+async function readFetchBody(request: Request): Promise<Uint8Array> {
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  if (bytes.length > MAX_BODY_BYTES) throw tooLarge();
+  return bytes;
+}
+
+function tooLarge(): HttpError {
+  return new HttpError(413, "Request body too large");
+}
