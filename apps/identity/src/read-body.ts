@@ -17,9 +17,9 @@ export type JsonBody = { ok: true; value: unknown } | { ok: false; empty: boolea
  * `Request` would build a web stream for every request, which costs more than the whole verify.
  */
 export async function readJsonBody(c: Context): Promise<JsonBody> {
-  const declared = Number(c.req.header("content-length"));
+  const declared = Number(readHeader(c, "content-length"));
   if (declared > MAX_BODY_BYTES) throw tooLarge();
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  const incoming = incomingOf(c);
   const bytes = incoming ? await readIncoming(incoming) : await readFetchBody(c.req.raw);
   let text: string;
   try {
@@ -55,6 +55,21 @@ function readIncoming(incoming: IncomingMessage): Promise<Uint8Array> {
     );
     incoming.once("error", reject);
   });
+}
+
+/**
+ * A request header by lower-case name. On Node it is read from the parsed IncomingMessage:
+ * `c.req.header()` would first build a Fetch `Headers` object for the request.
+ */
+export function readHeader(c: Context, name: string): string | undefined {
+  const incoming = incomingOf(c);
+  if (!incoming) return c.req.header(name);
+  const value = incoming.headers[name];
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
+function incomingOf(c: Context): IncomingMessage | undefined {
+  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
 }
 
 async function readFetchBody(request: Request): Promise<Uint8Array> {

@@ -1,6 +1,6 @@
 import type { IdentityContext } from "./context.ts";
 import { hashKey, isWellFormedKey } from "./keys.ts";
-import { openSessionToken, sealSessionToken } from "./tokens.ts";
+import { sealSessionToken } from "./tokens.ts";
 
 export type MintResult =
   | { ok: true; sessionToken: string; expiresAt: number }
@@ -17,6 +17,7 @@ export async function mintSessionToken(
   audience: unknown,
 ): Promise<MintResult> {
   if (!isWellFormedKey("user", userKey)) return { ok: false, code: "INVALID_USER_KEY" };
+  ctx.store.beginHotRead();
   const key = await ctx.store.findKeyByHash("user_keys", hashKey(userKey));
   if (!key) return { ok: false, code: "INVALID_USER_KEY" };
   if (key.revokedAt !== null) return { ok: false, code: "REVOKED_USER_KEY" };
@@ -59,13 +60,14 @@ export async function verifySessionToken(
   sessionToken: string,
 ): Promise<VerifyResult> {
   if (!isWellFormedKey("partner", partnerKey)) return { ok: false, code: "INVALID_PARTNER_KEY" };
+  ctx.store.beginHotRead();
   const partner = await ctx.store.findKeyByHash("partner_keys", hashKey(partnerKey));
   if (!partner) return { ok: false, code: "INVALID_PARTNER_KEY" };
   if (partner.revokedAt !== null) return { ok: false, code: "REVOKED_PARTNER_KEY" };
 
   const now = ctx.clock();
   ctx.keyUsage.record("partner_keys", partner.id, now);
-  const claims = openSessionToken(ctx.sealingKeys.byId, sessionToken);
+  const claims = ctx.sealingKeys.open(sessionToken);
   const invalid = { ok: false, code: "INVALID_SESSION_TOKEN" } as const;
   if (!claims || now >= claims.expiresAt) return invalid;
   if (claims.audience !== null && claims.audience !== partner.ownerId) return invalid;

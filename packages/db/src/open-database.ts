@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { createSqliteChangeDetector, LocalWriteCounter } from "./change-detector.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
 
 export type Engine = "sqlite" | "postgres";
@@ -25,6 +26,11 @@ export interface OpenedDatabase<T> {
   sqlite?: DatabaseSync;
   /** The PostgreSQL pool (PostgreSQL only). */
   pool?: pg.Pool;
+  /**
+   * SQLite only: whether anything may have changed since the last call, in this process or
+   * another. Undefined on PostgreSQL, where other instances write without telling.
+   */
+  hasChanged?: () => boolean;
   close(): Promise<void>;
 }
 
@@ -42,8 +48,10 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA synchronous = NORMAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
-  const db = new Kysely<T>({ dialect: createNodeSqliteDialect(sqlite) });
-  return { db, engine: "sqlite", sqlite, close: () => db.destroy() };
+  const writes = new LocalWriteCounter();
+  const db = new Kysely<T>({ dialect: createNodeSqliteDialect(sqlite), plugins: [writes] });
+  const hasChanged = createSqliteChangeDetector(sqlite, writes);
+  return { db, engine: "sqlite", sqlite, hasChanged, close: () => db.destroy() };
 }
 
 // bigint columns hold epoch milliseconds, well inside Number's exact range.

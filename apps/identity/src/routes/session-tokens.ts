@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { IdentityContext } from "../context.ts";
 import { HttpError, readBearer, renderError, unauthorized } from "../http-error.ts";
-import { readJsonBody } from "../read-body.ts";
+import { readHeader, readJsonBody } from "../read-body.ts";
 import { mintSessionToken } from "../session-tokens.ts";
 
 export const MintRequest = z.object({
@@ -29,7 +29,7 @@ const ERRORS = {
  */
 export function sessionTokenRoutes(ctx: IdentityContext) {
   return new Hono().post("/api/session-tokens", async (c) => {
-    const bearer = readBearer(c.req.header("authorization"));
+    const bearer = readBearer(readHeader(c, "authorization"));
     if (bearer.kind === "missing") return renderError(c, ERRORS.MISSING_OR_INVALID_USER_KEY);
     if (bearer.kind === "empty") return renderError(c, ERRORS.MISSING_USER_KEY);
     const body = await readJsonBody(c);

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { IdentityContext } from "../context.ts";
 import { HttpError, readBearer, renderError, unauthorized } from "../http-error.ts";
-import { readJsonBody } from "../read-body.ts";
+import { readHeader, readJsonBody } from "../read-body.ts";
 import { verifySessionToken } from "../session-tokens.ts";
 
 export const VerifyRequest = z.object({ sessionToken: z.string().min(1) });
@@ -25,7 +25,7 @@ const ERRORS = {
  */
 export function verifyRoutes(ctx: IdentityContext) {
   return new Hono().post("/api/verify", async (c) => {
-    const bearer = readBearer(c.req.header("authorization"));
+    const bearer = readBearer(readHeader(c, "authorization"));
     if (bearer.kind === "missing") return renderError(c, ERRORS.MISSING_OR_INVALID_PARTNER_KEY);
     if (bearer.kind === "empty") return renderError(c, ERRORS.MISSING_PARTNER_KEY);
     const body = await readJsonBody(c);

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createPreparedQuery, type OpenedDatabase } from "@agentpass/db";
+import { createReadCaches } from "./cached-read.ts";
 import type { IdentityDatabase } from "./schema.ts";
 
 export interface Account {
@@ -56,19 +57,26 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
   const ownerColumn = (table: KeyTableName) =>
     table === "user_keys" ? ("account_id" as const) : ("partner_id" as const);
   type KeyByHash = { id: string; ownerId: string; revokedAt: number | null };
+  const caches = createReadCaches(database.hasChanged);
   const keyByHash = {
-    user_keys: createPreparedQuery<KeyByHash>(
-      database,
-      'SELECT id, account_id AS "ownerId", revoked_at AS "revokedAt" FROM user_keys WHERE secret_hash = ?',
+    user_keys: caches.cached(
+      createPreparedQuery<KeyByHash>(
+        database,
+        'SELECT id, account_id AS "ownerId", revoked_at AS "revokedAt" FROM user_keys WHERE secret_hash = ?',
+      ),
     ),
-    partner_keys: createPreparedQuery<KeyByHash>(
-      database,
-      'SELECT id, partner_id AS "ownerId", revoked_at AS "revokedAt" FROM partner_keys WHERE secret_hash = ?',
+    partner_keys: caches.cached(
+      createPreparedQuery<KeyByHash>(
+        database,
+        'SELECT id, partner_id AS "ownerId", revoked_at AS "revokedAt" FROM partner_keys WHERE secret_hash = ?',
+      ),
     ),
   };
-  const tokenOwner = createPreparedQuery<TokenOwner>(
-    database,
-    'SELECT a.id AS "accountId", a.email, k.revoked_at AS "revokedAt" FROM user_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?',
+  const tokenOwner = caches.cached(
+    createPreparedQuery<TokenOwner>(
+      database,
+      'SELECT a.id AS "accountId", a.email, k.revoked_at AS "revokedAt" FROM user_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?',
+    ),
   );
 
   return {
@@ -118,6 +126,14 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       }
       const { secretHash: _, ...rest } = key;
       return { id, ...rest, lastUsedAt: null, revokedAt: null };
+    },
+
+    /**
+     * Starts the reads of one verify or mint. On SQLite, key reads are cached until the database
+     * changes, checked here: a revocation by any process holds from the next request on.
+     */
+    beginHotRead(): void {
+      caches.beginRequest();
     },
 
     /** The key whose hash is `secretHash`, revoked or not. */
