@@ -27,6 +27,7 @@ export async function openTestIdentity(engine: Engine, env: Record<string, strin
   const identity = {
     app,
     ctx,
+    service,
     database,
     /** Environment that points another process (the admin CLI) at the same database. */
     env: { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? "" },
