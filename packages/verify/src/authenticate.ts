@@ -1,0 +1,40 @@
+import type { Verifier } from "./create-verifier.ts";
+
+/** The outcome of authenticating one request, with the answer to give when it fails. */
+export type AuthResult =
+  | { ok: true; email: string }
+  | { ok: false; status: 401 | 503; error: string };
+
+/** The header an agent sends its session token in. */
+export const SESSION_TOKEN_HEADER = "x-session-token";
+
+/** Seconds a client should wait before retrying when AgentPass is unavailable. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Authenticates a request (a Fetch `Request`, or the header's value) as DESIGN.md section 6
+ * says: no token → 401 `Missing session token`; a token AgentPass rejects → 401 `Invalid or
+ * expired session token`; AgentPass unreachable, failing, or refusing your own partner key →
+ * 503 `Identity service unavailable` — never a 401 (the agent must not re-mint for your
+ * outage) and never a pass.
+ *
+ * @example
+ * const auth = await authenticate(verifier, request);
+ * if (!auth.ok) return Response.json({ error: auth.error }, { status: auth.status });
+ */
+export async function authenticate(
+  verifier: Verifier,
+  input: Request | string | null | undefined,
+): Promise<AuthResult> {
+  const token =
+    typeof input === "string" || input == null ? input : input.headers.get(SESSION_TOKEN_HEADER);
+  if (!token) return { ok: false, status: 401, error: "Missing session token" };
+  const result = await verifier.verify(token);
+  if (result.ok) return { ok: true, email: result.email };
+  const tokenRejected =
+    (result.status === 401 && result.error === "Invalid or expired session token") ||
+    result.status === 400;
+  return tokenRejected
+    ? { ok: false, status: 401, error: "Invalid or expired session token" }
+    : { ok: false, status: 503, error: "Identity service unavailable" };
+}

@@ -1,0 +1,61 @@
+import { NETWORK_ERROR, TOKEN_EXPIRES_HEADER, type VerifyResult } from "./result.ts";
+
+export interface CallOptions {
+  endpoint: string;
+  partnerKey: string;
+  sessionToken: string;
+  timeoutMs: number;
+  fetch: typeof fetch;
+}
+
+/**
+ * One `POST /api/verify`, mapped to a result. Never throws: a failure to connect or a timeout
+ * is the spec's network error; an error answer passes its `error` through unchanged.
+ */
+export async function callVerify(options: CallOptions): Promise<VerifyResult> {
+  let response: Response;
+  let text: string;
+  try {
+    response = await options.fetch(options.endpoint, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${options.partnerKey}`,
+        "content-type": "application/json",
+        accept: "application/json",
+      },
+      body: JSON.stringify({ sessionToken: options.sessionToken }),
+      signal: AbortSignal.timeout(options.timeoutMs),
+      redirect: "error",
+    });
+    text = await response.text();
+  } catch {
+    return { ok: false, error: NETWORK_ERROR, status: 0 };
+  }
+  const body = parseJson(text);
+  const status = response.status;
+  if (status === 200 && typeof body?.email === "string" && body.email !== "") {
+    const expiresAt = parseDate(response.headers.get(TOKEN_EXPIRES_HEADER));
+    return expiresAt
+      ? { ok: true, email: body.email, status: 200, expiresAt }
+      : { ok: true, email: body.email, status: 200 };
+  }
+  if (status !== 200 && typeof body?.error === "string") {
+    return { ok: false, error: body.error, status };
+  }
+  return { ok: false, error: `Unexpected response from AgentPass (HTTP ${status})`, status };
+}
+
+function parseJson(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+function parseDate(value: string | null): Date | null {
+  if (!value) return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}

@@ -1,0 +1,4 @@
+export { type AuthResult, authenticate, SESSION_TOKEN_HEADER } from "./authenticate.ts";
+export { createVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
+export { DEFAULT_API_URL, NETWORK_ERROR, type VerifyResult } from "./result.ts";
+export { verify } from "./verify.ts";

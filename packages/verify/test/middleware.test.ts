@@ -1,0 +1,114 @@
+import assert from "node:assert/strict";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { startTestIdentityService, type TestIdentityService } from "@agentpass/identity/testing";
+import { Hono } from "hono";
+import { agentPassAuth as connectAuth } from "../src/express.ts";
+import { type AgentPassVariables, agentPassAuth as honoAuth } from "../src/hono.ts";
+import { authenticate, createVerifier, type Verifier } from "../src/index.ts";
+
+describe("authenticate() and the middlewares", () => {
+  let identity: TestIdentityService;
+  let verifier: Verifier;
+  let revokedVerifier: Verifier;
+  let downVerifier: Verifier;
+  let token: string;
+
+  before(async () => {
+    identity = await startTestIdentityService();
+    const { key: userKey } = await identity.createUserKey("mw@example.com");
+    const partner = await identity.createPartner({
+      name: "MW",
+      ownerEmail: "mw-owner@example.com",
+    });
+    const live = await identity.createPartnerKey(partner.id);
+    const revoked = await identity.createPartnerKey(partner.id);
+    await identity.revokePartnerKey(revoked.id);
+    verifier = createVerifier({ partnerKey: live.key, apiUrl: identity.url });
+    revokedVerifier = createVerifier({ partnerKey: revoked.key, apiUrl: identity.url });
+    downVerifier = createVerifier({ partnerKey: live.key, apiUrl: "http://127.0.0.1:9" });
+    const response = await fetch(`${identity.url}/api/session-tokens`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${userKey}` },
+    });
+    token = ((await response.json()) as { sessionToken: string }).sessionToken;
+  });
+  after(() => identity.close());
+
+  const request = (value?: string) =>
+    new Request("http://partner.example/api/me", {
+      headers: value === undefined ? {} : { "x-session-token": value },
+    });
+
+  it("answers each case as DESIGN.md section 6 says", async () => {
+    assert.deepEqual(await authenticate(verifier, request(token)), {
+      ok: true,
+      email: "mw@example.com",
+    });
+    assert.deepEqual(await authenticate(verifier, token), { ok: true, email: "mw@example.com" });
+    for (const missing of [request(), request(""), null, undefined, ""]) {
+      assert.deepEqual(await authenticate(verifier, missing), {
+        ok: false,
+        status: 401,
+        error: "Missing session token",
+      });
+    }
+    assert.deepEqual(await authenticate(verifier, request("aps_bad")), {
+      ok: false,
+      status: 401,
+      error: "Invalid or expired session token",
+    });
+    const unavailable = { ok: false, status: 503, error: "Identity service unavailable" };
+    assert.deepEqual(await authenticate(revokedVerifier, request(token)), unavailable);
+    assert.deepEqual(await authenticate(downVerifier, request(token)), unavailable);
+    const badKey = createVerifier({ partnerKey: "apk_nope", apiUrl: identity.url });
+    assert.deepEqual(await authenticate(badKey, request(token)), unavailable);
+  });
+
+  it("Hono middleware sets the email, or answers 401 / 503 with Retry-After", async () => {
+    const app = (v: Verifier) =>
+      new Hono<{ Variables: AgentPassVariables }>()
+        .use(honoAuth(v))
+        .get("/me", (c) => c.json({ email: c.var.agentpassEmail }));
+    const ok = await app(verifier).request("/me", { headers: { "x-session-token": token } });
+    assert.deepEqual(await ok.json(), { email: "mw@example.com" });
+    const missing = await app(verifier).request("/me");
+    assert.equal(missing.status, 401);
+    assert.deepEqual(await missing.json(), { error: "Missing session token" });
+    const down = await app(downVerifier).request("/me", { headers: { "x-session-token": token } });
+    assert.equal(down.status, 503);
+    assert.equal(down.headers.get("retry-after"), "5");
+    assert.deepEqual(await down.json(), { error: "Identity service unavailable" });
+  });
+
+  it("Express/Connect middleware sets req.agentpassEmail, or answers JSON errors", async () => {
+    const serve = (v: Verifier) => {
+      const auth = connectAuth(v);
+      return createServer((req, res) => {
+        auth(req as IncomingMessage & { agentpassEmail?: string }, res, () => {
+          res.setHeader("content-type", "application/json");
+          res.end(JSON.stringify({ email: (req as { agentpassEmail?: string }).agentpassEmail }));
+        });
+      });
+    };
+    for (const [v, sent, status, body] of [
+      [verifier, token, 200, { email: "mw@example.com" }],
+      [verifier, "aps_bad", 401, { error: "Invalid or expired session token" }],
+      [downVerifier, token, 503, { error: "Identity service unavailable" }],
+    ] as const) {
+      const server = serve(v);
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      try {
+        const port = (server.address() as AddressInfo).port;
+        const response = await fetch(`http://127.0.0.1:${port}/me`, {
+          headers: { "x-session-token": sent },
+        });
+        assert.equal(response.status, status);
+        assert.deepEqual(await response.json(), body);
+      } finally {
+        server.close();
+      }
+    }
+  });
+});
