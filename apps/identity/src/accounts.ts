@@ -1,5 +1,5 @@
+import { canonicalizeEmail } from "@agentpass/verify";
 import type { IdentityContext } from "./context.ts";
-import { canonicalizeEmail } from "./email.ts";
 import type { Account } from "./store/store.ts";
 
 export type AccountResult =
