@@ -1,7 +1,7 @@
+import { createErrorHandler } from "@agentpass/http";
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import type { IdentityContext } from "./context.ts";
-import { createErrorHandler } from "./http-error.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { sessionTokenRoutes } from "./routes/session-tokens.ts";

@@ -1,8 +1,15 @@
+import {
+  HttpError,
+  readBearer,
+  readHeader,
+  readJsonBody,
+  renderError,
+  unauthorized,
+} from "@agentpass/http";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { IdentityContext } from "../context.ts";
-import { HttpError, readBearer, renderError, unauthorized } from "../http-error.ts";
-import { readHeader, readJsonBody } from "../read-body.ts";
+import { MAX_BODY_BYTES } from "../limits.ts";
 import { mintSessionToken } from "../session-tokens.ts";
 
 export const MintRequest = z.object({
@@ -32,7 +39,7 @@ export function sessionTokenRoutes(ctx: IdentityContext) {
     const bearer = readBearer(readHeader(c, "authorization"));
     if (bearer.kind === "missing") return renderError(c, ERRORS.MISSING_OR_INVALID_USER_KEY);
     if (bearer.kind === "empty") return renderError(c, ERRORS.MISSING_USER_KEY);
-    const body = await readJsonBody(c);
+    const body = await readJsonBody(c, MAX_BODY_BYTES);
     if (!body.ok && !body.empty) return renderError(c, ERRORS.INVALID_JSON_BODY);
     const fields = body.ok ? body.value : {};
     if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {

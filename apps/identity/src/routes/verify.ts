@@ -1,8 +1,15 @@
+import {
+  HttpError,
+  readBearer,
+  readHeader,
+  readJsonBody,
+  renderError,
+  unauthorized,
+} from "@agentpass/http";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { IdentityContext } from "../context.ts";
-import { HttpError, readBearer, renderError, unauthorized } from "../http-error.ts";
-import { readHeader, readJsonBody } from "../read-body.ts";
+import { MAX_BODY_BYTES } from "../limits.ts";
 import { verifySessionToken } from "../session-tokens.ts";
 
 export const VerifyRequest = z.object({ sessionToken: z.string().min(1) });
@@ -28,7 +35,7 @@ export function verifyRoutes(ctx: IdentityContext) {
     const bearer = readBearer(readHeader(c, "authorization"));
     if (bearer.kind === "missing") return renderError(c, ERRORS.MISSING_OR_INVALID_PARTNER_KEY);
     if (bearer.kind === "empty") return renderError(c, ERRORS.MISSING_PARTNER_KEY);
-    const body = await readJsonBody(c);
+    const body = await readJsonBody(c, MAX_BODY_BYTES);
     if (!body.ok) return renderError(c, ERRORS.INVALID_JSON_BODY);
     const request = VerifyRequest.safeParse(body.value);
     if (!request.success) return renderError(c, ERRORS.INVALID_SESSION_TOKEN_FIELD);
