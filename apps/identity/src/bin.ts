@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
+import { startServer } from "@agentpass/http";
 import { createAccount, findAccountByEmail } from "./accounts.ts";
 import { loadConfig } from "./config.ts";
 import { issueKey, listKeys, revokeKey } from "./credentials.ts";
 import type { KeyKind } from "./keys.ts";
 import { createPartner } from "./partners.ts";
-import { startServer } from "./server.ts";
 import { type IdentityService, openIdentityService } from "./service.ts";
 
 const USAGE = `agentpass-server — run and administer the AgentPass identity service

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startServer } from "@agentpass/http";
 import { createAccount, findAccountByEmail } from "./accounts.ts";
 import { loadConfig } from "./config.ts";
 import { issueKey, revokeKey } from "./credentials.ts";
 import { createPartner } from "./partners.ts";
-import { startServer } from "./server.ts";
 import { openIdentityService } from "./service.ts";
 
 /**

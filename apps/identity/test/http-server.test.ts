@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { request } from "node:http";
 import { after, before, describe, it } from "node:test";
-import { type RunningServer, startServer } from "../src/server.ts";
+import { type RunningServer, startServer } from "@agentpass/http";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 /** Sends raw bytes over a real socket, optionally chunked (no Content-Length). */

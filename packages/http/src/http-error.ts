@@ -11,11 +11,19 @@ import type { Logger } from "pino";
 export class HttpError extends Error {
   readonly status: ContentfulStatusCode;
   readonly headers: Record<string, string> | undefined;
+  /** More fields of the JSON body beside `error`, such as validation `details`. */
+  readonly extra: Record<string, unknown> | undefined;
 
-  constructor(status: ContentfulStatusCode, message: string, headers?: Record<string, string>) {
+  constructor(
+    status: ContentfulStatusCode,
+    message: string,
+    headers?: Record<string, string>,
+    extra?: Record<string, unknown>,
+  ) {
     super(message);
     this.status = status;
     this.headers = headers;
+    this.extra = extra;
   }
 }
 
@@ -43,7 +51,8 @@ export function createErrorHandler(logger: Logger) {
 }
 
 export function renderError(c: Context, error: HttpError): Response {
-  return c.json({ error: error.message }, error.status, error.headers);
+  const body = error.extra ? { error: error.message, ...error.extra } : { error: error.message };
+  return c.json(body, error.status, error.headers);
 }
 
 export type BearerCredential =

@@ -1,3 +1,4 @@
+export { type OpenApiDocument, renderDocsPage } from "./docs-page.ts";
 export {
   type BearerCredential,
   createErrorHandler,
@@ -7,3 +8,4 @@ export {
   unauthorized,
 } from "./http-error.ts";
 export { type JsonBody, readHeader, readJsonBody } from "./read-body.ts";
+export { type RunningServer, type ServableService, startServer } from "./server.ts";

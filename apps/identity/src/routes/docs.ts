@@ -1,64 +1,16 @@
+import { renderDocsPage } from "@agentpass/http";
 import { Hono } from "hono";
-import { html, raw } from "hono/html";
 import { buildOpenApiDocument } from "../openapi.ts";
-
-type Document = ReturnType<typeof buildOpenApiDocument>;
-type Operation = {
-  summary?: string;
-  security?: Record<string, unknown>[];
-  responses: Record<string, { description: string }>;
-};
 
 /** The OpenAPI document as JSON, and the same rendered as a plain page at /docs. */
 export function docsRoutes(publicUrl: string) {
   const document = buildOpenApiDocument(publicUrl);
-  const page = renderDocs(document);
+  const page = renderDocsPage(document, (operation) =>
+    JSON.stringify(operation.security).includes("partnerKey")
+      ? "Authorization: Bearer &lt;partner key&gt;"
+      : "Authorization: Bearer &lt;user key&gt;",
+  );
   return new Hono()
     .get("/api/openapi.json", (c) => c.json(document))
     .get("/docs", (c) => c.html(page));
-}
-
-function renderDocs(document: Document) {
-  const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
-    Object.entries(methods as Record<string, Operation>).map(([method, operation]) => ({
-      method: method.toUpperCase(),
-      path,
-      operation,
-    })),
-  );
-  return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${document.info.title} — API</title>
-<style>
-body{font:16px/1.5 system-ui,sans-serif;max-width:860px;margin:2rem auto;padding:0 1rem;color:#1b1b1f}
-code{background:#f2f2f5;padding:.1em .3em;border-radius:4px}
-section{border-top:1px solid #ddd;padding:.5rem 0}
-.m{font-weight:700;font-family:monospace;margin-right:.5em}
-li{margin:.2em 0}
-</style>
-</head>
-<body>
-<h1>${document.info.title}</h1>
-<p>${document.info.description}</p>
-<p>Machine-readable: <a href="/api/openapi.json"><code>/api/openapi.json</code></a> (OpenAPI ${document.openapi}).</p>
-${operations.map(
-  ({ method, path, operation }) => html`<section>
-<h2><span class="m">${method}</span><code>${path}</code></h2>
-<p>${operation.summary ?? ""}</p>
-${operation.security ? html`<p>Authentication: <code>Authorization: Bearer ${raw(securityName(operation.security))}</code></p>` : ""}
-<ul>${Object.entries(operation.responses).map(
-    ([status, response]) => html`<li><strong>${status}</strong> ${response.description}</li>`,
-  )}</ul>
-</section>`,
-)}
-</body>
-</html>`;
-}
-
-function securityName(security: Record<string, unknown>[]): string {
-  const scheme = Object.keys(security[0] ?? {})[0];
-  return scheme === "partnerKey" ? "&lt;partner key&gt;" : "&lt;user key&gt;";
 }

@@ -1,6 +1,11 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import type { IdentityService } from "./service.ts";
+
+/** A service as the server needs it: a Fetch handler and a way to close what it holds. */
+export interface ServableService {
+  app: { fetch: (request: Request, env: never) => Response | Promise<Response> };
+  close(): Promise<void>;
+}
 
 export interface RunningServer {
   /** e.g. http://127.0.0.1:4000 */
@@ -10,14 +15,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Serves the identity service over HTTP on `port` (0 picks a free one). */
+/** Serves a service over HTTP on `port` (0 picks a free one). */
 export function startServer(
-  service: IdentityService,
+  service: ServableService,
   options: { port: number; host?: string | undefined },
 ): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     const server = serve(
-      { fetch: service.app.fetch, port: options.port, hostname: options.host },
+      { fetch: service.app.fetch as never, port: options.port, hostname: options.host },
       (info: AddressInfo) => {
         const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
         resolve({

@@ -1,0 +1,26 @@
+import { createErrorHandler } from "@agentpass/http";
+import { Hono } from "hono";
+import type { Logger } from "pino";
+import type { NotesContext, NotesEnv } from "./context.ts";
+import { requireUser } from "./routes/authenticate.ts";
+import { noteRoutes } from "./routes/notes.ts";
+import { publicRoutes } from "./routes/public.ts";
+import { tagRoutes } from "./routes/tags.ts";
+
+/** The notes API's HTTP interface. */
+export function createNotesApp(ctx: NotesContext, options: { logger: Logger; publicUrl: string }) {
+  const app = new Hono<NotesEnv>();
+  app.use((c, next) => {
+    c.header("X-Content-Type-Options", "nosniff");
+    return next();
+  });
+  const auth = requireUser(ctx);
+  for (const path of ["/api/notes", "/api/notes/*", "/api/tags", "/api/tags/*"])
+    app.use(path, auth);
+  app.route("/", publicRoutes(ctx, options.publicUrl));
+  app.route("/", noteRoutes(ctx));
+  app.route("/", tagRoutes(ctx));
+  app.notFound((c) => c.json({ error: "Not found" }, 404));
+  app.onError(createErrorHandler(options.logger));
+  return app;
+}

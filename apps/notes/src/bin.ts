@@ -1,0 +1,111 @@
+#!/usr/bin/env node
+import { createInterface } from "node:readline/promises";
+import { parseArgs } from "node:util";
+import { startServer } from "@agentpass/http";
+import { canonicalizeEmail } from "@agentpass/verify";
+import pino from "pino";
+import { loadNotesConfig, type NotesConfig } from "./config.ts";
+import { openNotesService } from "./service.ts";
+
+const USAGE = `agentpass-notes — the AgentPass reference notes API
+
+Usage:
+  agentpass-notes serve
+  agentpass-notes users add <email>
+  agentpass-notes users list [--json]
+  agentpass-notes users remove <email> [--yes]
+
+Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, AGENTPASS_URL,
+AGENTPASS_PARTNER_KEY, ...); see the README.`;
+
+class UsageError extends Error {}
+class CommandError extends Error {}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      yes: { type: "boolean" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const [group, action, argument, ...extra] = positionals;
+  if (values.help || !group) return void console.log(USAGE);
+  if (extra.length > 0) throw new UsageError(`Unexpected argument: ${extra[0]}`);
+  const loaded = loadNotesConfig();
+  if (!loaded.ok) throw new CommandError(loaded.error);
+  if (group === "serve") return serve(loaded.config);
+  if (group !== "users") throw new UsageError(`Unknown command: ${group}`);
+
+  const service = await openNotesService(loaded.config, { logger: pino({ level: "silent" }) });
+  const { store } = service.ctx;
+  try {
+    if (action === "list") {
+      const users = await store.listUsers();
+      if (values.json)
+        return void console.log(JSON.stringify(users.map(({ id, email }) => ({ id, email }))));
+      for (const user of users) console.log(`${user.email}  ${user.id}`);
+      return;
+    }
+    if (action !== "add" && action !== "remove")
+      throw new UsageError(`Unknown command: users ${action ?? ""}`);
+    if (!argument) throw new UsageError("Missing email");
+    const email = canonicalizeEmail(argument);
+    if (!email.ok) throw new CommandError(email.reason);
+    if (action === "add") {
+      const user = await store.addUser(email.email, Date.now());
+      if (!user) throw new CommandError(`A user with email ${email.email} already exists`);
+      return void console.log(user.id);
+    }
+    if (!(await store.findUserByEmail(email.email)))
+      throw new CommandError(`No user ${email.email}`);
+    if (
+      !values.yes &&
+      !(await confirm(`Delete ${email.email} with all their notes and tags? [y/N] `))
+    ) {
+      throw new CommandError("Cancelled; nothing was deleted");
+    }
+    await store.removeUser(email.email);
+    console.log(`removed ${email.email}`);
+  } finally {
+    await service.close();
+  }
+}
+
+async function confirm(question: string): Promise<boolean> {
+  if (!process.stdin.isTTY) return false;
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  const answer = await prompt.question(question);
+  prompt.close();
+  return /^y(es)?$/i.test(answer.trim());
+}
+
+async function serve(config: NotesConfig): Promise<void> {
+  const service = await openNotesService(config);
+  const server = await startServer(service, { port: config.port, host: config.host });
+  service.logger.info({ url: server.url, agentpass: config.agentpassUrl }, "notes API listening");
+  const stop = () => {
+    server.close().then(() => process.exit(0));
+    setTimeout(() => process.exit(1), 10_000).unref();
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (
+    error instanceof UsageError ||
+    (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
+  ) {
+    console.error(
+      `agentpass-notes: ${(error as Error).message}\nRun agentpass-notes --help for usage.`,
+    );
+    process.exit(2);
+  }
+  console.error(
+    `agentpass-notes: ${error instanceof CommandError ? error.message : String(error)}`,
+  );
+  process.exit(1);
+});

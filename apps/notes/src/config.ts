@@ -1,0 +1,56 @@
+import { z } from "zod";
+
+/** Every setting of the notes API; nothing else reads the environment. */
+const ConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(4001),
+  HOST: z.string().min(1).optional(),
+  DATA_DIR: z.string().min(1).default("./data"),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL (leave it unset for SQLite)")
+    .optional(),
+  AGENTPASS_URL: z.url().default("http://localhost:4000"),
+  AGENTPASS_PARTNER_KEY: z.string().min(1).optional(),
+  PUBLIC_URL: z.url().optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export interface NotesConfig {
+  port: number;
+  host: string | undefined;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  agentpassUrl: string;
+  partnerKey: string | undefined;
+  publicUrl: string;
+  logLevel: z.infer<typeof ConfigSchema>["LOG_LEVEL"];
+}
+
+export type NotesConfigResult = { ok: true; config: NotesConfig } | { ok: false; error: string };
+
+/** Reads the configuration from `env`; a bad value is reported with the variable's name. */
+export function loadNotesConfig(
+  env: Record<string, string | undefined> = process.env,
+): NotesConfigResult {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const parsed = ConfigSchema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const name = String(issue?.path[0] ?? "configuration");
+    return { ok: false, error: `Invalid ${name}: ${issue?.message ?? "invalid value"}` };
+  }
+  const v = parsed.data;
+  return {
+    ok: true,
+    config: {
+      port: v.PORT,
+      host: v.HOST,
+      dataDir: v.DATA_DIR,
+      databaseUrl: v.DATABASE_URL,
+      agentpassUrl: v.AGENTPASS_URL.replace(/\/+$/, ""),
+      partnerKey: v.AGENTPASS_PARTNER_KEY,
+      publicUrl: (v.PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/+$/, ""),
+      logLevel: v.LOG_LEVEL,
+    },
+  };
+}

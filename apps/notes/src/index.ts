@@ -1,0 +1,2 @@
+export { loadNotesConfig, type NotesConfig } from "./config.ts";
+export { type NotesService, openNotesService } from "./service.ts";

@@ -1,0 +1,25 @@
+import { HttpError, readHeader } from "@agentpass/http";
+import { authenticate, canonicalizeEmail, SESSION_TOKEN_HEADER } from "@agentpass/verify";
+import type { MiddlewareHandler } from "hono";
+import type { NotesContext, NotesEnv } from "../context.ts";
+
+const RETRY_AFTER = { "Retry-After": "5" };
+
+/**
+ * Every notes and tags call: the session token is verified through AgentPass (the client
+ * library, with a short cache of successes), and the email it names must be a local user.
+ * AgentPass down or refusing our own partner key is a 503, never a 401 and never a pass.
+ */
+export function requireUser(ctx: NotesContext): MiddlewareHandler<NotesEnv> {
+  return async (c, next) => {
+    const auth = await authenticate(ctx.verifier, readHeader(c, SESSION_TOKEN_HEADER) ?? null);
+    if (!auth.ok) {
+      throw new HttpError(auth.status, auth.error, auth.status === 503 ? RETRY_AFTER : undefined);
+    }
+    const email = canonicalizeEmail(auth.email);
+    const user = email.ok ? await ctx.store.findUserByEmail(email.email) : undefined;
+    if (!user) throw new HttpError(401, "No account for this user");
+    c.set("user", user);
+    await next();
+  };
+}

@@ -1,0 +1,73 @@
+import { z } from "zod";
+
+/**
+ * Text a person can store: no NUL characters (PostgreSQL cannot hold them) and no lone
+ * surrogates (not Unicode; they cannot be encoded as UTF-8).
+ */
+const storableText = z
+  .string()
+  .refine((value) => !value.includes("\u0000"), "must not contain NUL characters")
+  .refine((value) => value.isWellFormed(), "must not contain lone surrogates");
+
+function trimmedText(min: number, max: number) {
+  return storableText
+    .transform((value) => value.trim())
+    .refine((value) => {
+      const length = [...value].length;
+      return length >= min && length <= max;
+    }, `must be ${min} to ${max} characters after trimming`);
+}
+
+/** A UUID, compared in lower case as the ids are generated. */
+export const Uuid = z.uuid().transform((value) => value.toLowerCase());
+
+export const NoteCreate = z.object({
+  title: trimmedText(1, 500).describe("1 to 500 characters after trimming"),
+  content: z.json().optional().describe("Block-based rich text document; defaults to []"),
+  contentText: storableText.optional().describe("Plain text of the content, used by search"),
+  tagIds: z.array(Uuid).max(100).optional().describe("Tags to assign; others' tags are ignored"),
+});
+
+export const NotePatch = NoteCreate.partial().describe(
+  "Any subset of the fields; tagIds replaces the set",
+);
+
+export const NoteListQuery = z.object({
+  search: storableText
+    .max(1000)
+    .optional()
+    .describe("Every term must occur in title or contentText"),
+  tagId: Uuid.optional().describe("Only notes carrying this tag"),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  offset: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
+});
+
+export const TagInput = z.object({
+  name: trimmedText(1, 100).describe("1 to 100 characters after trimming, unique ignoring case"),
+});
+
+export const TagSchema = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  createdAt: z.iso.datetime(),
+});
+
+export const NoteSchema = z.object({
+  id: z.uuid(),
+  title: z.string(),
+  content: z.json(),
+  contentText: z.string(),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
+  tags: z.array(TagSchema),
+});
+
+export const ErrorSchema = z.object({
+  error: z.string(),
+  details: z
+    .object({
+      formErrors: z.array(z.string()),
+      fieldErrors: z.record(z.string(), z.array(z.string())),
+    })
+    .optional(),
+});

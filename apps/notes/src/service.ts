@@ -1,0 +1,56 @@
+import { migrateToLatest, openDatabase } from "@agentpass/db";
+import { createVerifier, type Verifier } from "@agentpass/verify";
+import type { Hono } from "hono";
+import pino, { type Logger } from "pino";
+import { createNotesApp } from "./app.ts";
+import type { NotesConfig } from "./config.ts";
+import type { NotesContext, NotesEnv } from "./context.ts";
+import { notesMigrations } from "./store/migrations.ts";
+import type { NotesDatabase } from "./store/schema.ts";
+import { createNotesStore } from "./store/store.ts";
+
+/** Successful verifications are reused this long at most (and never past the token's expiry). */
+export const VERIFY_CACHE_MS = 30_000;
+
+export interface NotesService {
+  app: Hono<NotesEnv>;
+  ctx: NotesContext;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+/** Opens the notes database (migrating it) and builds the app around an AgentPass verifier. */
+export async function openNotesService(
+  config: NotesConfig,
+  options: { clock?: () => number; verifier?: Verifier; logger?: Logger } = {},
+): Promise<NotesService> {
+  const logger =
+    options.logger ?? pino({ level: config.logLevel, base: { service: "agentpass-notes" } });
+  const database = openDatabase<NotesDatabase>({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    fileName: "notes.sqlite",
+  });
+  try {
+    await migrateToLatest(database.db, notesMigrations(database.engine));
+    if (!config.partnerKey && !options.verifier) {
+      logger.warn("AGENTPASS_PARTNER_KEY is not set: every authenticated call will answer 503");
+    }
+    const ctx: NotesContext = {
+      store: createNotesStore(database),
+      clock: options.clock ?? Date.now,
+      verifier:
+        options.verifier ??
+        createVerifier({
+          partnerKey: config.partnerKey ?? "",
+          apiUrl: config.agentpassUrl,
+          cacheTtlMs: VERIFY_CACHE_MS,
+        }),
+    };
+    const app = createNotesApp(ctx, { logger, publicUrl: config.publicUrl });
+    return { app, ctx, logger, close: () => database.close() };
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}

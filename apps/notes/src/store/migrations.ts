@@ -1,0 +1,84 @@
+import type { Engine } from "@agentpass/db";
+import { type Kysely, type Migration, sql } from "kysely";
+
+// biome-ignore lint/suspicious/noExplicitAny: migrations describe the schema before it is typed.
+type AnyDb = Kysely<any>;
+
+/**
+ * Forward-only migrations of the notes database. The tables are the same on both engines;
+ * the search index is each engine's own: an FTS5 trigram table on SQLite, a pg_trgm GIN index
+ * on PostgreSQL. Both serve case-insensitive substring search.
+ */
+export function notesMigrations(engine: Engine): Record<string, Migration> {
+  return {
+    "0001_notes": {
+      async up(db: AnyDb) {
+        await sql`CREATE TABLE users (
+          id text PRIMARY KEY,
+          email text NOT NULL UNIQUE,
+          created_at bigint NOT NULL
+        )`.execute(db);
+        // On SQLite `seq` is the rowid the full-text index points at; an explicit INTEGER
+        // PRIMARY KEY keeps rowids stable across VACUUM.
+        const seq = engine === "sqlite" ? sql`seq integer PRIMARY KEY,` : sql``;
+        const id = engine === "sqlite" ? sql`id text NOT NULL UNIQUE` : sql`id text PRIMARY KEY`;
+        await sql`CREATE TABLE notes (
+          ${seq}
+          ${id},
+          user_id text NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+          title text NOT NULL,
+          content text NOT NULL,
+          content_text text NOT NULL,
+          created_at bigint NOT NULL,
+          updated_at bigint NOT NULL
+        )`.execute(db);
+        await sql`CREATE INDEX notes_user_updated ON notes (user_id, updated_at DESC, id)`.execute(
+          db,
+        );
+        await sql`CREATE TABLE tags (
+          id text PRIMARY KEY,
+          user_id text NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+          name text NOT NULL,
+          name_key text NOT NULL,
+          created_at bigint NOT NULL,
+          UNIQUE (user_id, name_key)
+        )`.execute(db);
+        await sql`CREATE TABLE note_tags (
+          user_id text NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+          note_id text NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+          tag_id text NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+          PRIMARY KEY (note_id, tag_id)
+        )`.execute(db);
+        await sql`CREATE INDEX note_tags_tag ON note_tags (tag_id, note_id)`.execute(db);
+        if (engine === "sqlite") await createSqliteSearch(db);
+        else await createPostgresSearch(db);
+      },
+    },
+  };
+}
+
+async function createSqliteSearch(db: AnyDb): Promise<void> {
+  await sql`CREATE VIRTUAL TABLE notes_search USING fts5(
+    title, content_text, content='notes', content_rowid='seq', tokenize='trigram'
+  )`.execute(db);
+  await sql`CREATE TRIGGER notes_search_insert AFTER INSERT ON notes BEGIN
+    INSERT INTO notes_search (rowid, title, content_text) VALUES (new.seq, new.title, new.content_text);
+  END`.execute(db);
+  await sql`CREATE TRIGGER notes_search_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO notes_search (notes_search, rowid, title, content_text)
+      VALUES ('delete', old.seq, old.title, old.content_text);
+  END`.execute(db);
+  await sql`CREATE TRIGGER notes_search_update AFTER UPDATE OF title, content_text ON notes BEGIN
+    INSERT INTO notes_search (notes_search, rowid, title, content_text)
+      VALUES ('delete', old.seq, old.title, old.content_text);
+    INSERT INTO notes_search (rowid, title, content_text) VALUES (new.seq, new.title, new.content_text);
+  END`.execute(db);
+}
+
+async function createPostgresSearch(db: AnyDb): Promise<void> {
+  await sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`.execute(db);
+  // A newline joins the two fields: a search term never holds whitespace, so it can never
+  // match across the seam.
+  await sql`CREATE INDEX notes_search ON notes
+    USING gin ((title || E'\n' || content_text) gin_trgm_ops)`.execute(db);
+}

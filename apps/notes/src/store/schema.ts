@@ -1,0 +1,23 @@
+/** Table shapes as Kysely sees them. Every row is keyed by its user first (DESIGN.md §8). */
+export interface NotesDatabase {
+  users: { id: string; email: string; created_at: number };
+  notes: {
+    id: string;
+    user_id: string;
+    title: string;
+    /** The note's JSON document, serialized. */
+    content: string;
+    content_text: string;
+    created_at: number;
+    updated_at: number;
+  };
+  tags: {
+    id: string;
+    user_id: string;
+    name: string;
+    /** Lowercased name: tag names are unique per user ignoring case. */
+    name_key: string;
+    created_at: number;
+  };
+  note_tags: { user_id: string; note_id: string; tag_id: string };
+}

@@ -1,0 +1,330 @@
+import { randomUUID } from "node:crypto";
+import type { OpenedDatabase } from "@agentpass/db";
+import type { Kysely, Transaction } from "kysely";
+import type { NotesDatabase } from "./schema.ts";
+import { searchCondition, searchTerms } from "./search.ts";
+
+export interface User {
+  id: string;
+  email: string;
+  createdAt: number;
+}
+
+export interface Tag {
+  id: string;
+  name: string;
+  createdAt: number;
+}
+
+export interface Note {
+  id: string;
+  title: string;
+  content: unknown;
+  contentText: string;
+  createdAt: number;
+  updatedAt: number;
+  tags: Tag[];
+}
+
+export interface NoteFields {
+  title: string;
+  content: unknown;
+  contentText: string;
+}
+
+export interface ListQuery {
+  search?: string | undefined;
+  tagId?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+const NOTE_COLUMNS = [
+  "id",
+  "title",
+  "content",
+  "content_text",
+  "created_at",
+  "updated_at",
+] as const;
+type Db = Kysely<NotesDatabase> | Transaction<NotesDatabase>;
+
+/**
+ * The notes API's storage boundary. Every read and write names the user first: one user's
+ * notes and tags can never be reached through another user's id.
+ */
+export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
+  const { db, engine } = database;
+
+  return {
+    db,
+
+    async findUserByEmail(email: string): Promise<User | undefined> {
+      const row = await db
+        .selectFrom("users")
+        .selectAll()
+        .where("email", "=", email)
+        .executeTakeFirst();
+      return row && { id: row.id, email: row.email, createdAt: row.created_at };
+    },
+
+    async addUser(email: string, createdAt: number): Promise<User | null> {
+      const user = { id: randomUUID(), email, created_at: createdAt };
+      const inserted = await db
+        .insertInto("users")
+        .values(user)
+        .onConflict((oc) => oc.column("email").doNothing())
+        .returning("id")
+        .executeTakeFirst();
+      return inserted ? { id: user.id, email, createdAt } : null;
+    },
+
+    async listUsers(): Promise<User[]> {
+      const rows = await db.selectFrom("users").selectAll().orderBy("email").execute();
+      return rows.map((row) => ({ id: row.id, email: row.email, createdAt: row.created_at }));
+    },
+
+    /** Removes a user with every note and tag they have. */
+    async removeUser(email: string): Promise<boolean> {
+      const result = await db.deleteFrom("users").where("email", "=", email).executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+
+    async listNotes(userId: string, query: ListQuery): Promise<{ notes: Note[]; total: number }> {
+      let filtered = db.selectFrom("notes").where("user_id", "=", userId);
+      if (query.tagId) {
+        const tagId = query.tagId;
+        filtered = filtered.where("id", "in", (eb) =>
+          eb
+            .selectFrom("note_tags")
+            .select("note_id")
+            .where("user_id", "=", userId)
+            .where("tag_id", "=", tagId),
+        );
+      }
+      const condition = searchCondition(engine, searchTerms(query.search));
+      if (condition) filtered = filtered.where(condition);
+      const [rows, count] = await Promise.all([
+        filtered
+          .select(NOTE_COLUMNS)
+          .orderBy("updated_at", "desc")
+          .orderBy("id")
+          .limit(query.limit)
+          .offset(query.offset)
+          .execute(),
+        filtered.select((eb) => eb.fn.countAll<number>().as("total")).executeTakeFirstOrThrow(),
+      ]);
+      const tags = await tagsOfNotes(
+        db,
+        userId,
+        rows.map((row) => row.id),
+      );
+      return {
+        notes: rows.map((row) => toNote(row, tags.get(row.id) ?? [])),
+        total: Number(count.total),
+      };
+    },
+
+    async getNote(userId: string, id: string): Promise<Note | undefined> {
+      return getNote(db, userId, id);
+    },
+
+    async createNote(
+      userId: string,
+      fields: NoteFields,
+      tagIds: string[],
+      now: number,
+    ): Promise<Note> {
+      const id = randomUUID();
+      return db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto("notes")
+          .values({
+            id,
+            user_id: userId,
+            title: fields.title,
+            content: JSON.stringify(fields.content),
+            content_text: fields.contentText,
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
+        await setNoteTags(trx, userId, id, tagIds);
+        return (await getNote(trx, userId, id)) as Note;
+      });
+    },
+
+    /** Applies `fields` and, when given, replaces the tag set. Undefined for another's note. */
+    async updateNote(
+      userId: string,
+      id: string,
+      fields: Partial<NoteFields>,
+      tagIds: string[] | undefined,
+      now: number,
+    ): Promise<Note | undefined> {
+      return db.transaction().execute(async (trx) => {
+        const result = await trx
+          .updateTable("notes")
+          .set({
+            ...(fields.title !== undefined && { title: fields.title }),
+            ...(fields.content !== undefined && { content: JSON.stringify(fields.content) }),
+            ...(fields.contentText !== undefined && { content_text: fields.contentText }),
+            updated_at: now,
+          })
+          .where("user_id", "=", userId)
+          .where("id", "=", id)
+          .executeTakeFirst();
+        if (result.numUpdatedRows === 0n) return undefined;
+        if (tagIds) {
+          await trx
+            .deleteFrom("note_tags")
+            .where("user_id", "=", userId)
+            .where("note_id", "=", id)
+            .execute();
+          await setNoteTags(trx, userId, id, tagIds);
+        }
+        return getNote(trx, userId, id);
+      });
+    },
+
+    async deleteNote(userId: string, id: string): Promise<boolean> {
+      const result = await db
+        .deleteFrom("notes")
+        .where("user_id", "=", userId)
+        .where("id", "=", id)
+        .executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+
+    async listTags(userId: string): Promise<Tag[]> {
+      const rows = await db
+        .selectFrom("tags")
+        .select(["id", "name", "created_at"])
+        .where("user_id", "=", userId)
+        .orderBy("name_key")
+        .orderBy("id")
+        .execute();
+      return rows.map(toTag);
+    },
+
+    /** A new tag, or null when the user has one of that name (ignoring case). */
+    async createTag(userId: string, name: string, now: number): Promise<Tag | null> {
+      const id = randomUUID();
+      const inserted = await db
+        .insertInto("tags")
+        .values({ id, user_id: userId, name, name_key: nameKey(name), created_at: now })
+        .onConflict((oc) => oc.columns(["user_id", "name_key"]).doNothing())
+        .returning("id")
+        .executeTakeFirst();
+      return inserted ? { id, name, createdAt: now } : null;
+    },
+
+    /** Renames a tag: the tag, "exists" on a name clash, or undefined for another's tag. */
+    async renameTag(userId: string, id: string, name: string): Promise<Tag | "exists" | undefined> {
+      const clash = await db
+        .selectFrom("tags")
+        .select("id")
+        .where("user_id", "=", userId)
+        .where("name_key", "=", nameKey(name))
+        .where("id", "!=", id)
+        .executeTakeFirst();
+      if (clash) return "exists";
+      const row = await db
+        .updateTable("tags")
+        .set({ name, name_key: nameKey(name) })
+        .where("user_id", "=", userId)
+        .where("id", "=", id)
+        .returning(["id", "name", "created_at"])
+        .executeTakeFirst();
+      return row && toTag(row);
+    },
+
+    async deleteTag(userId: string, id: string): Promise<boolean> {
+      const result = await db
+        .deleteFrom("tags")
+        .where("user_id", "=", userId)
+        .where("id", "=", id)
+        .executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+  };
+}
+
+export type NotesStore = ReturnType<typeof createNotesStore>;
+
+/** Tag names compare ignoring case. */
+function nameKey(name: string): string {
+  return name.toLowerCase();
+}
+
+async function getNote(db: Db, userId: string, id: string): Promise<Note | undefined> {
+  const row = await db
+    .selectFrom("notes")
+    .select(NOTE_COLUMNS)
+    .where("user_id", "=", userId)
+    .where("id", "=", id)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const tags = await tagsOfNotes(db, userId, [row.id]);
+  return toNote(row, tags.get(row.id) ?? []);
+}
+
+/** Assigns the tags among `tagIds` that the user owns; the others are ignored. */
+async function setNoteTags(
+  db: Db,
+  userId: string,
+  noteId: string,
+  tagIds: string[],
+): Promise<void> {
+  if (tagIds.length === 0) return;
+  const owned = await db
+    .selectFrom("tags")
+    .select("id")
+    .where("user_id", "=", userId)
+    .where("id", "in", tagIds)
+    .execute();
+  if (owned.length === 0) return;
+  await db
+    .insertInto("note_tags")
+    .values(owned.map((tag) => ({ user_id: userId, note_id: noteId, tag_id: tag.id })))
+    .execute();
+}
+
+async function tagsOfNotes(db: Db, userId: string, noteIds: string[]): Promise<Map<string, Tag[]>> {
+  const byNote = new Map<string, Tag[]>();
+  if (noteIds.length === 0) return byNote;
+  const rows = await db
+    .selectFrom("note_tags")
+    .innerJoin("tags", "tags.id", "note_tags.tag_id")
+    .select(["note_tags.note_id", "tags.id", "tags.name", "tags.created_at"])
+    .where("note_tags.user_id", "=", userId)
+    .where("note_tags.note_id", "in", noteIds)
+    .orderBy("tags.name_key")
+    .orderBy("tags.id")
+    .execute();
+  for (const row of rows) {
+    const list = byNote.get(row.note_id) ?? [];
+    list.push(toTag(row));
+    byNote.set(row.note_id, list);
+  }
+  return byNote;
+}
+
+function toTag(row: { id: string; name: string; created_at: number }): Tag {
+  return { id: row.id, name: row.name, createdAt: row.created_at };
+}
+
+function toNote(
+  row: Pick<NotesDatabase["notes"], (typeof NOTE_COLUMNS)[number]>,
+  tags: Tag[],
+): Note {
+  return {
+    id: row.id,
+    title: row.title,
+    content: JSON.parse(row.content),
+    contentText: row.content_text,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    tags,
+  };
+}

@@ -1,0 +1,364 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { testEngines } from "@agentpass/db/testing";
+import { openTestNotes, type Person, START, type TestNotes } from "./support/harness.ts";
+
+interface NoteJson {
+  id: string;
+  title: string;
+  content: unknown;
+  contentText: string;
+  createdAt: string;
+  updatedAt: string;
+  tags: { id: string; name: string; createdAt: string }[];
+}
+
+async function expect400(response: Response, error: string, field?: string) {
+  assert.equal(response.status, 400);
+  const body = (await response.json()) as {
+    error: string;
+    details?: { fieldErrors: Record<string, string[]>; formErrors: string[] };
+  };
+  assert.equal(body.error, error);
+  if (field) {
+    assert.ok(body.details, "details are present");
+    assert.ok(Array.isArray(body.details.formErrors));
+    assert.ok(body.details.fieldErrors[field]?.length, `details name ${field}`);
+  }
+}
+
+for (const engine of testEngines()) {
+  describe(`notes API: notes (${engine})`, () => {
+    let notes: TestNotes;
+    let ada: Person;
+
+    before(async () => {
+      notes = await openTestNotes(engine);
+      ada = await notes.person("ada@example.com");
+    });
+    after(() => notes.close());
+
+    const create = async (person: Person, body: Record<string, unknown>) => {
+      const response = await person.call("POST", "/api/notes", body);
+      assert.equal(response.status, 201, await response.clone().text());
+      return ((await response.json()) as { note: NoteJson }).note;
+    };
+    const list = async (person: Person, query = "") => {
+      const response = await person.call("GET", `/api/notes${query}`);
+      assert.equal(response.status, 200, await response.clone().text());
+      return (await response.json()) as { notes: NoteJson[]; total: number };
+    };
+
+    describe("POST /api/notes", () => {
+      it("answers 201 with the note, dates in ISO 8601 with milliseconds", async () => {
+        const note = await create(ada, {
+          title: "  First note  ",
+          content: [{ type: "p", text: "hi" }],
+          contentText: "hi",
+        });
+        assert.match(note.id, /^[0-9a-f-]{36}$/);
+        assert.deepEqual(
+          { ...note, id: "x" },
+          {
+            id: "x",
+            title: "First note",
+            content: [{ type: "p", text: "hi" }],
+            contentText: "hi",
+            createdAt: new Date(notes.now()).toISOString(),
+            updatedAt: new Date(notes.now()).toISOString(),
+            tags: [],
+          },
+        );
+        assert.match(note.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      });
+
+      it("defaults content to [] and contentText to an empty string, with no tags", async () => {
+        const note = await create(ada, { title: "Bare" });
+        assert.deepEqual(note.content, []);
+        assert.equal(note.contentText, "");
+        assert.deepEqual(note.tags, []);
+      });
+
+      it("ignores unknown fields", async () => {
+        const note = await create(ada, {
+          title: "Extra",
+          id: "mine",
+          userId: "someone",
+          createdAt: "1999",
+        });
+        assert.notEqual(note.id, "mine");
+        assert.equal(note.createdAt, new Date(notes.now()).toISOString());
+      });
+
+      it("accepts titles of 1 and 500 characters after trimming, counted as characters", async () => {
+        assert.equal((await create(ada, { title: " a " })).title, "a");
+        assert.equal((await create(ada, { title: "é".repeat(500) })).title.length, 500);
+        assert.equal([...(await create(ada, { title: "😀".repeat(500) })).title].length, 500);
+      });
+
+      it("answers 400 Invalid request body with details for a bad title", async () => {
+        for (const title of [undefined, "", "   ", "x".repeat(501), 42, null, ["t"]]) {
+          await expect400(
+            await ada.call("POST", "/api/notes", { title }),
+            "Invalid request body",
+            "title",
+          );
+        }
+      });
+
+      it("answers 400 Invalid request body for bad types of the other fields", async () => {
+        await expect400(
+          await ada.call("POST", "/api/notes", { title: "t", contentText: 5 }),
+          "Invalid request body",
+          "contentText",
+        );
+        await expect400(
+          await ada.call("POST", "/api/notes", { title: "t", tagIds: ["nope"] }),
+          "Invalid request body",
+          "tagIds",
+        );
+        await expect400(
+          await ada.call("POST", "/api/notes", { title: "t", tagIds: "x" }),
+          "Invalid request body",
+          "tagIds",
+        );
+        await expect400(await ada.call("POST", "/api/notes", [1, 2]), "Invalid request body");
+        await expect400(
+          await ada.call("POST", "/api/notes", "just a string"),
+          "Invalid request body",
+        );
+      });
+
+      it("answers 400 Request body must be valid JSON for malformed or empty bodies", async () => {
+        for (const raw of ["{", "title=x", "", "{'title':'x'}", '{"title":"x",}']) {
+          await expect400(
+            await ada.call("POST", "/api/notes", undefined, raw),
+            "Request body must be valid JSON",
+          );
+        }
+      });
+
+      it("refuses hostile strings with a 400, never a 500", async () => {
+        const hostile = [
+          { title: "nul\u0000byte" },
+          { title: "ok", contentText: "nul\u0000" },
+          { title: "x".repeat(10_000) },
+        ];
+        for (const body of hostile) {
+          const response = await ada.call("POST", "/api/notes", body);
+          assert.equal(response.status, 400, JSON.stringify(body).slice(0, 40));
+        }
+        const loneSurrogate = '{"title":"\\ud800 alone"}';
+        await expect400(
+          await ada.call("POST", "/api/notes", undefined, loneSurrogate),
+          "Invalid request body",
+          "title",
+        );
+        const deep = `{"title":"deep","content":${"[".repeat(100)}${"]".repeat(100)}}`;
+        await expect400(
+          await ada.call("POST", "/api/notes", undefined, deep),
+          "Invalid request body",
+        );
+        const strange = await create(ada, {
+          title: "<script>alert(1)</script> ' OR 1=1 --",
+          contentText: "%_\\",
+        });
+        assert.equal(strange.title, "<script>alert(1)</script> ' OR 1=1 --");
+      });
+
+      it("answers 413 Request body too large over 1 MiB", async () => {
+        const response = await ada.call("POST", "/api/notes", {
+          title: "big",
+          contentText: "x".repeat(1024 * 1024),
+        });
+        assert.equal(response.status, 413);
+        assert.deepEqual(await response.json(), { error: "Request body too large" });
+      });
+    });
+
+    describe("GET /api/notes", () => {
+      let reader: Person;
+      before(async () => {
+        reader = await notes.person();
+        for (const [i, title] of [
+          "Kubernetes cluster",
+          "Grocery list",
+          "Café Été notes",
+          "100% done_ok",
+        ].entries()) {
+          notes.advance(1000);
+          await create(reader, {
+            title,
+            contentText: i === 1 ? "milk eggs kube-proxy" : `body ${i}`,
+          });
+        }
+      });
+
+      it("lists newest-updated first with the total", async () => {
+        const page = await list(reader);
+        assert.equal(page.total, 4);
+        assert.deepEqual(
+          page.notes.map((note) => note.title),
+          ["100% done_ok", "Café Été notes", "Grocery list", "Kubernetes cluster"],
+        );
+      });
+
+      it("pages with limit and offset, total counting every match", async () => {
+        const page = await list(reader, "?limit=2&offset=1");
+        assert.equal(page.total, 4);
+        assert.deepEqual(
+          page.notes.map((note) => note.title),
+          ["Café Été notes", "Grocery list"],
+        );
+        assert.equal((await list(reader, "?offset=10")).notes.length, 0);
+        assert.equal((await list(reader, "?limit=500")).notes.length, 4);
+        assert.equal((await list(reader, "?limit=1")).notes.length, 1);
+      });
+
+      it("defaults to 100 notes a page", async () => {
+        const many = await notes.person();
+        for (let i = 0; i < 101; i++) await create(many, { title: `n${i}` });
+        const page = await list(many);
+        assert.equal(page.notes.length, 100);
+        assert.equal(page.total, 101);
+      });
+
+      it("answers 400 Invalid query parameters with details for bad limit, offset or tagId", async () => {
+        for (const [query, field] of [
+          ["?limit=0", "limit"],
+          ["?limit=501", "limit"],
+          ["?limit=abc", "limit"],
+          ["?limit=1.5", "limit"],
+          ["?limit=", "limit"],
+          ["?offset=-1", "offset"],
+          ["?offset=x", "offset"],
+          ["?tagId=not-a-uuid", "tagId"],
+          ["?search=%00", "search"],
+        ] as const) {
+          await expect400(
+            await reader.call("GET", `/api/notes${query}`),
+            "Invalid query parameters",
+            field,
+          );
+        }
+      });
+
+      it("searches case-insensitive substrings of title or contentText, every term required", async () => {
+        const titles = async (search: string) =>
+          (await list(reader, `?search=${encodeURIComponent(search)}`)).notes.map(
+            (note) => note.title,
+          );
+        assert.deepEqual(await titles("kube"), ["Grocery list", "Kubernetes cluster"]);
+        assert.deepEqual(await titles("KUBE cluster"), ["Kubernetes cluster"]);
+        assert.deepEqual(await titles("kube milk"), ["Grocery list"]);
+        assert.deepEqual(await titles("kube nothing"), []);
+        assert.deepEqual(await titles("café été"), ["Café Été notes"]);
+        assert.deepEqual(await titles("  list   "), ["Grocery list"]);
+        assert.equal((await list(reader, "?search=kube")).total, 2);
+      });
+
+      it("finds terms shorter than 3 characters, and treats % _ \\ literally", async () => {
+        const titles = async (search: string) =>
+          (await list(reader, `?search=${encodeURIComponent(search)}`)).notes.map(
+            (note) => note.title,
+          );
+        assert.deepEqual(await titles("gr"), ["Grocery list"]);
+        assert.deepEqual(await titles("k"), ["100% done_ok", "Grocery list", "Kubernetes cluster"]);
+        assert.deepEqual(await titles("%"), ["100% done_ok"]);
+        assert.deepEqual(await titles("_"), ["100% done_ok"]);
+        assert.deepEqual(await titles("e_o"), ["100% done_ok"]);
+        assert.deepEqual(await titles("0%"), ["100% done_ok"]);
+        assert.deepEqual(await titles("\\"), []);
+        assert.deepEqual(await titles('"'), []);
+      });
+
+      it("finds a note as soon as it is created, and after it is renamed by its new title only", async () => {
+        const note = await create(reader, { title: "Zeppelin plans" });
+        assert.deepEqual(
+          (await list(reader, "?search=zeppelin")).notes.map((n) => n.id),
+          [note.id],
+        );
+        await reader.call("PATCH", `/api/notes/${note.id}`, { title: "Airship plans" });
+        assert.equal((await list(reader, "?search=zeppelin")).total, 0);
+        assert.equal((await list(reader, "?search=airship")).total, 1);
+        await reader.call("DELETE", `/api/notes/${note.id}`);
+        assert.equal((await list(reader, "?search=airship")).total, 0);
+      });
+    });
+
+    describe("one note: GET, PATCH, DELETE /api/notes/:id", () => {
+      it("reads a note, 404 for an unknown id, 400 for a malformed id", async () => {
+        const note = await create(ada, { title: "Readable" });
+        const response = await ada.call("GET", `/api/notes/${note.id}`);
+        assert.deepEqual(await response.json(), { note });
+        const upper = await ada.call("GET", `/api/notes/${note.id.toUpperCase()}`);
+        assert.equal(upper.status, 200);
+        const unknown = await ada.call("GET", `/api/notes/${crypto.randomUUID()}`);
+        assert.equal(unknown.status, 404);
+        assert.deepEqual(await unknown.json(), { error: "Note not found" });
+        for (const id of ["nope", "1", "%00", `${note.id}x`]) {
+          const bad = await ada.call("GET", `/api/notes/${id}`);
+          assert.equal(bad.status, 400, id);
+          assert.deepEqual(await bad.json(), { error: "Invalid note id" });
+        }
+      });
+
+      it("PATCH changes the given fields and updatedAt, never createdAt", async () => {
+        const note = await create(ada, { title: "Before", contentText: "keep", content: ["a"] });
+        notes.advance(5000);
+        const response = await ada.call("PATCH", `/api/notes/${note.id}`, { title: " After " });
+        assert.equal(response.status, 200);
+        const { note: patched } = (await response.json()) as { note: NoteJson };
+        assert.equal(patched.title, "After");
+        assert.equal(patched.contentText, "keep");
+        assert.deepEqual(patched.content, ["a"]);
+        assert.equal(patched.createdAt, note.createdAt);
+        assert.equal(patched.updatedAt, new Date(notes.now()).toISOString());
+        notes.advance(5000);
+        const empty = (await (await ada.call("PATCH", `/api/notes/${note.id}`, {})).json()) as {
+          note: NoteJson;
+        };
+        assert.equal(
+          empty.note.updatedAt,
+          new Date(notes.now()).toISOString(),
+          "every PATCH moves updatedAt",
+        );
+        notes.advance(5000);
+        await ada.call("GET", `/api/notes/${note.id}`);
+        const read = (await (await ada.call("GET", `/api/notes/${note.id}`)).json()) as {
+          note: NoteJson;
+        };
+        assert.equal(read.note.updatedAt, empty.note.updatedAt, "reads do not");
+        assert.ok(Date.parse(patched.createdAt) >= START);
+      });
+
+      it("PATCH answers with the same errors as POST", async () => {
+        const note = await create(ada, { title: "Patchable" });
+        await expect400(
+          await ada.call("PATCH", `/api/notes/${note.id}`, { title: "" }),
+          "Invalid request body",
+          "title",
+        );
+        await expect400(
+          await ada.call("PATCH", `/api/notes/${note.id}`, undefined, "{"),
+          "Request body must be valid JSON",
+        );
+        const unknown = await ada.call("PATCH", `/api/notes/${crypto.randomUUID()}`, {
+          title: "x",
+        });
+        assert.equal(unknown.status, 404);
+        const bad = await ada.call("PATCH", "/api/notes/nope", { title: "x" });
+        assert.deepEqual(await bad.json(), { error: "Invalid note id" });
+      });
+
+      it("DELETE answers 204, then the note is gone", async () => {
+        const note = await create(ada, { title: "Doomed" });
+        const response = await ada.call("DELETE", `/api/notes/${note.id}`);
+        assert.equal(response.status, 204);
+        assert.equal(await response.text(), "");
+        assert.equal((await ada.call("GET", `/api/notes/${note.id}`)).status, 404);
+        assert.equal((await ada.call("DELETE", `/api/notes/${note.id}`)).status, 404);
+      });
+    });
+  });
+}

@@ -1,0 +1,91 @@
+import { createTestDatabase, type Engine } from "@agentpass/db/testing";
+import { startTestIdentityService } from "@agentpass/identity/testing";
+import { createVerifier } from "@agentpass/verify";
+import pino from "pino";
+import { loadNotesConfig } from "../../src/config.ts";
+import { openNotesService, VERIFY_CACHE_MS } from "../../src/service.ts";
+
+export const START = Date.UTC(2026, 10, 23, 12);
+
+/**
+ * The notes API on `engine` with its own database, talking over real HTTP to a real identity
+ * service. One movable clock drives both, so token expiry and `updatedAt` are exact.
+ */
+export async function openTestNotes(engine: Engine) {
+  let now = START;
+  const clock = () => now;
+  const identity = await startTestIdentityService({ clock });
+  const partner = await identity.createPartner({
+    name: "Notes",
+    ownerEmail: "notes-operator@example.com",
+  });
+  const partnerKey = await identity.createPartnerKey(partner.id);
+  const database = await createTestDatabase(engine);
+  const loaded = loadNotesConfig({
+    DATA_DIR: database.dataDir,
+    DATABASE_URL: database.databaseUrl,
+  });
+  if (!loaded.ok) throw new Error(loaded.error);
+  const verifier = createVerifier({
+    partnerKey: partnerKey.key,
+    apiUrl: identity.url,
+    cacheTtlMs: VERIFY_CACHE_MS,
+    now: clock,
+  });
+  const service = await openNotesService(loaded.config, {
+    clock,
+    verifier,
+    logger: pino({ level: "silent" }),
+  });
+
+  const notes = {
+    app: service.app,
+    store: service.ctx.store,
+    identity,
+    partner: { id: partner.id, keyId: partnerKey.id },
+    now: clock,
+    advance(ms: number) {
+      now += ms;
+    },
+    /** Mints a session token for `userKey` through the identity service's HTTP API. */
+    async mint(userKey: string): Promise<string> {
+      const response = await fetch(`${identity.url}/api/session-tokens`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${userKey}` },
+      });
+      return ((await response.json()) as { sessionToken: string }).sessionToken;
+    },
+    /** A person with an AgentPass key and (unless `local` is false) a notes account. */
+    async person(email = `p-${crypto.randomUUID()}@example.com`, local = true) {
+      const { key } = await identity.createUserKey(email);
+      if (local) await service.ctx.store.addUser(email.toLowerCase(), now);
+      const token = await notes.mint(key);
+      return {
+        email,
+        key,
+        token,
+        call: (method: string, path: string, body?: unknown, raw?: string) =>
+          notes.call(token, method, path, body, raw),
+      };
+    },
+    /** One request to the notes API with a session token (or none when `token` is null). */
+    call(token: string | null, method: string, path: string, body?: unknown, raw?: string) {
+      const headers: Record<string, string> = { "content-type": "application/json" };
+      if (token !== null) headers["x-session-token"] = token;
+      return service.app.request(path, {
+        method,
+        headers,
+        body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+      });
+    },
+    async close() {
+      await service.close();
+      await identity.close();
+      await database.drop();
+    },
+  };
+  return notes;
+}
+
+export type TestNotes = Awaited<ReturnType<typeof openTestNotes>>;
+export type Person = Awaited<ReturnType<TestNotes["person"]>>;
