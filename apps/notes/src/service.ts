@@ -32,7 +32,7 @@ export async function openNotesService(
     fileName: "notes.sqlite",
   });
   try {
-    await migrateToLatest(database.db, notesMigrations(database.engine));
+    await migrateToLatest(database.db, "notes", notesMigrations(database.engine));
     if (!config.partnerKey && !options.verifier) {
       logger.warn("AGENTPASS_PARTNER_KEY is not set: every authenticated call will answer 503");
     }
