@@ -2,7 +2,10 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { openDatabase } from "@agentpass/db";
 import { createTestDatabase, type TestDatabase, testEngines } from "@agentpass/db/testing";
+import type { NotesDatabase } from "../src/store/schema.ts";
+import { createNotesStore } from "../src/store/store.ts";
 
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
 
@@ -57,6 +60,46 @@ for (const engine of testEngines()) {
       const removed = await cli("users", "remove", "temp@example.com", "--yes");
       assert.equal(removed.code, 0, removed.stderr);
       assert.equal((await cli("users", "remove", "temp@example.com", "--yes")).code, 1);
+    });
+
+    it("removing a user deletes their notes and tags, and nobody else's", async () => {
+      await cli("users", "add", "leaving@example.com");
+      await cli("users", "add", "staying@example.com");
+      const opened = openDatabase<NotesDatabase>({
+        databaseUrl: database.databaseUrl,
+        dataDir: database.dataDir,
+        fileName: "notes.sqlite",
+      });
+      const store = createNotesStore(opened);
+      try {
+        for (const email of ["leaving@example.com", "staying@example.com"]) {
+          const user = await store.findUserByEmail(email);
+          assert.ok(user);
+          const tag = await store.createTag(user.id, "t", 1);
+          assert.ok(tag);
+          await store.createNote(
+            user.id,
+            { title: "n", content: [], contentText: "" },
+            [tag.id],
+            1,
+          );
+        }
+        assert.equal((await cli("users", "remove", "leaving@example.com", "--yes")).code, 0);
+        const count = async (table: "notes" | "tags" | "note_tags") =>
+          Number(
+            (
+              await opened.db
+                .selectFrom(table)
+                .select((eb) => eb.fn.countAll().as("n"))
+                .executeTakeFirstOrThrow()
+            ).n,
+          );
+        assert.equal(await count("notes"), 1);
+        assert.equal(await count("tags"), 1);
+        assert.equal(await count("note_tags"), 1);
+      } finally {
+        await opened.close();
+      }
     });
 
     it("reports usage errors with exit code 2", async () => {

@@ -5,7 +5,12 @@ export type AuthResult =
   | { ok: true; email: string }
   | { ok: false; status: 401 | 503; error: string };
 
-/** The header an agent sends its session token in. */
+/**
+ * The header an agent sends its session token in.
+ *
+ * @example
+ * const token = request.headers.get(SESSION_TOKEN_HEADER);
+ */
 export const SESSION_TOKEN_HEADER = "x-session-token";
 
 /** Seconds a client should wait before retrying when AgentPass is unavailable. */
