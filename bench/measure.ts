@@ -1,0 +1,92 @@
+import autocannon from "autocannon";
+import { rssMegabytes } from "./servers.ts";
+
+export interface Scenario {
+  name: string;
+  /** The server whose RSS is sampled. */
+  pid: number;
+  url: string;
+  method: "GET" | "POST";
+  headers: Record<string, string>;
+  body?: string;
+  /** The status every answer must have; anything else counts as an error. */
+  expect: number;
+}
+
+export interface Measurement {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  max: number;
+  peakRssMb: number;
+  requests: number;
+  errors: number;
+}
+
+/** One probe request: does the scenario answer what it should before we load it? */
+export async function probe(scenario: Scenario): Promise<number> {
+  const response = await fetch(scenario.url, {
+    method: scenario.method,
+    headers: scenario.headers,
+    body: scenario.body,
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+/** Loads a scenario for `duration` seconds over `connections`, sampling the server's RSS. */
+export async function measure(
+  scenario: Scenario,
+  options: { duration: number; connections: number },
+): Promise<Measurement> {
+  let peakRssMb = rssMegabytes(scenario.pid);
+  const sampler = setInterval(() => {
+    peakRssMb = Math.max(peakRssMb, rssMegabytes(scenario.pid));
+  }, 100);
+  try {
+    const result = await autocannon({
+      url: scenario.url,
+      method: scenario.method,
+      headers: scenario.headers,
+      body: scenario.body,
+      connections: options.connections,
+      duration: options.duration,
+    });
+    const stats =
+      (result as unknown as { statusCodeStats?: Record<string, { count: number }> })
+        .statusCodeStats ?? {};
+    const expected = stats[String(scenario.expect)]?.count ?? 0;
+    const requests = result.requests.total;
+    return {
+      requestsPerSecond: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      peakRssMb,
+      requests,
+      errors: requests - expected + result.errors + result.timeouts,
+    };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** The median of each figure over rounds, so one noisy round cannot decide. */
+export function median(rounds: Measurement[]): Measurement {
+  const mid = (pick: (m: Measurement) => number) => {
+    const sorted = rounds.map(pick).sort((a, b) => a - b);
+    const half = Math.floor(sorted.length / 2);
+    return sorted.length % 2
+      ? (sorted[half] as number)
+      : ((sorted[half - 1] as number) + (sorted[half] as number)) / 2;
+  };
+  return {
+    requestsPerSecond: mid((m) => m.requestsPerSecond),
+    p50: mid((m) => m.p50),
+    p99: mid((m) => m.p99),
+    max: Math.max(...rounds.map((m) => m.max)),
+    peakRssMb: Math.max(...rounds.map((m) => m.peakRssMb)),
+    requests: rounds.reduce((sum, m) => sum + m.requests, 0),
+    errors: rounds.reduce((sum, m) => sum + m.errors, 0),
+  };
+}

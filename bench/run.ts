@@ -1,0 +1,301 @@
+/**
+ * npm run bench — AgentPass measured against the fastest a Node.js HTTP server can be here.
+ *
+ *   npm run bench                              # 3 rounds x 10 s, 50 connections, SQLite
+ *   npm run bench -- --rounds 5 --duration 20
+ *   npm run bench -- --only verify-valid,mint
+ *   npm run bench -- --smoke                   # CI: 1 round x 1 s, checks answers, not speed
+ *   DATABASE_URL=postgres://… npm run bench    # the services on PostgreSQL (fresh databases)
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { type Measurement, measure, median, probe, type Scenario } from "./measure.ts";
+import { printTable } from "./report.ts";
+import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
+import { ROOT, runCommand, type Server, startServer } from "./servers.ts";
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: "string", default: "3" },
+    duration: { type: "string", default: "10" },
+    connections: { type: "string", default: "50" },
+    notes: { type: "string", default: "100000" },
+    only: { type: "string" },
+    smoke: { type: "boolean", default: false },
+  },
+});
+const smoke = values.smoke;
+const rounds = smoke ? 1 : Number(values.rounds);
+const duration = smoke ? 1 : Number(values.duration);
+const connections = smoke ? 10 : Number(values.connections);
+const noteCount = smoke ? 500 : Number(values.notes);
+const only = values.only?.split(",");
+
+const work = mkdtempSync(join(tmpdir(), "agentpass-bench-"));
+const servers: Server[] = [];
+const databases = await createDatabases(process.env.DATABASE_URL);
+const engine = databases.identity ? "postgres" : "sqlite";
+const identityEnv = {
+  DATA_DIR: join(work, "identity"),
+  DATABASE_URL: databases.identity ?? "",
+  PORT: "0",
+  HOST: "127.0.0.1",
+  LOG_LEVEL: "info",
+};
+let failed = false;
+
+try {
+  console.error(
+    `bench: ${engine}, ${rounds} round(s) of ${duration} s at ${connections} connections`,
+  );
+  const ceiling = await start("ceiling", ["bench/ceiling-server.ts"], {});
+  const identity = await start("identity", ["apps/identity/src/bin.ts", "serve"], identityEnv);
+  const admin = (...args: string[]) =>
+    runCommand(["apps/identity/src/bin.ts", ...args], identityEnv);
+  await admin("accounts", "create", "bench-user@example.com");
+  const userKey = await admin("user-keys", "create", "bench-user@example.com");
+  await admin("accounts", "create", "bench-partner@example.com");
+  const partnerId = await admin(
+    "partners",
+    "create",
+    "--name",
+    "Bench",
+    "--owner",
+    "bench-partner@example.com",
+  );
+  const partnerKey = JSON.parse(await admin("partner-keys", "create", partnerId, "--json"))
+    .key as string;
+  const revoked = JSON.parse(await admin("partner-keys", "create", partnerId, "--json"));
+  await admin("partner-keys", "revoke", revoked.id);
+
+  const notesEnv = {
+    DATA_DIR: join(work, "notes"),
+    DATABASE_URL: databases.notes ?? "",
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "info",
+    AGENTPASS_URL: identity.url,
+    AGENTPASS_PARTNER_KEY: partnerKey,
+  };
+  console.error(`bench: seeding ${noteCount} notes`);
+  await seedNotes(
+    { databaseUrl: databases.notes, dataDir: notesEnv.DATA_DIR },
+    "bench-user@example.com",
+    noteCount,
+  );
+  const notes = await start("notes", ["apps/notes/src/bin.ts", "serve"], notesEnv);
+  const oidc = await start("oidc-provider", ["bench/oidc-peer.ts"], {});
+
+  const mint = async () => {
+    const response = await fetch(`${identity.url}/api/session-tokens`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${userKey}` },
+    });
+    return ((await response.json()) as { sessionToken: string }).sessionToken;
+  };
+  const verifyBody = (token: string) => JSON.stringify({ sessionToken: token });
+  const json = { "content-type": "application/json" };
+
+  // Built before each round, so every round has fresh session tokens (they live 5 minutes).
+  const scenarios = async (): Promise<Scenario[]> => {
+    const token = await mint();
+    const list: Scenario[] = [
+      {
+        name: "ceiling (bare node:http)",
+        pid: ceiling.pid,
+        url: `${ceiling.url}/`,
+        method: "POST",
+        headers: json,
+        body: verifyBody(token),
+        expect: 200,
+      },
+      {
+        name: "verify-valid",
+        pid: identity.pid,
+        url: `${identity.url}/api/verify`,
+        method: "POST",
+        headers: { ...json, authorization: `Bearer ${partnerKey}` },
+        body: verifyBody(token),
+        expect: 200,
+      },
+      {
+        name: "verify-invalid-token",
+        pid: identity.pid,
+        url: `${identity.url}/api/verify`,
+        method: "POST",
+        headers: { ...json, authorization: `Bearer ${partnerKey}` },
+        body: verifyBody(`aps_${randomBytes(100).toString("base64url")}`),
+        expect: 401,
+      },
+      {
+        name: "verify-revoked-key",
+        pid: identity.pid,
+        url: `${identity.url}/api/verify`,
+        method: "POST",
+        headers: { ...json, authorization: `Bearer ${revoked.key}` },
+        body: verifyBody(token),
+        expect: 403,
+      },
+      {
+        name: "verify-bad-request",
+        pid: identity.pid,
+        url: `${identity.url}/api/verify`,
+        method: "POST",
+        headers: { ...json, authorization: `Bearer ${partnerKey}` },
+        body: "not json",
+        expect: 400,
+      },
+      {
+        name: "mint",
+        pid: identity.pid,
+        url: `${identity.url}/api/session-tokens`,
+        method: "POST",
+        headers: { authorization: `Bearer ${userKey}` },
+        expect: 201,
+      },
+      {
+        name: "oidc-provider introspection (peer)",
+        pid: oidc.pid,
+        url: `${oidc.url}/token/introspection`,
+        method: "POST",
+        headers: {
+          authorization: String(oidc.ready.authorization),
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: `token=${oidc.ready.token}`,
+        expect: 200,
+      },
+      {
+        name: "notes-list-20",
+        pid: notes.pid,
+        url: `${notes.url}/api/notes?limit=20`,
+        method: "GET",
+        headers: { "x-session-token": token },
+        expect: 200,
+      },
+      {
+        name: "notes-list-100",
+        pid: notes.pid,
+        url: `${notes.url}/api/notes?limit=100`,
+        method: "GET",
+        headers: { "x-session-token": token },
+        expect: 200,
+      },
+      {
+        name: "notes-search",
+        pid: notes.pid,
+        url: `${notes.url}/api/notes?search=${SEARCH_TERM}&limit=20`,
+        method: "GET",
+        headers: { "x-session-token": token },
+        expect: 200,
+      },
+      {
+        name: "notes-create",
+        pid: notes.pid,
+        url: `${notes.url}/api/notes`,
+        method: "POST",
+        headers: { ...json, "x-session-token": token },
+        body: JSON.stringify({ title: "Bench note", contentText: "written under load" }),
+        expect: 201,
+      },
+    ];
+    return list.filter(
+      (scenario) =>
+        scenario.name.startsWith("ceiling") ||
+        !only ||
+        only.some((name) => scenario.name.startsWith(name)),
+    );
+  };
+
+  const results = new Map<string, Measurement[]>();
+  for (let round = 1; round <= rounds; round++) {
+    for (const scenario of await scenarios()) {
+      const status = await probe(scenario);
+      if (status !== scenario.expect) {
+        console.error(`bench: ${scenario.name} answered ${status}, expected ${scenario.expect}`);
+        failed = true;
+        continue;
+      }
+      const measurement = await measure(scenario, { duration, connections });
+      if (measurement.errors > 0) failed = true;
+      results.set(scenario.name, [...(results.get(scenario.name) ?? []), measurement]);
+      console.error(
+        `bench: round ${round} ${scenario.name}: ${Math.round(measurement.requestsPerSecond)} req/s`,
+      );
+    }
+  }
+
+  const medians = [...results].map(([name, measured]) => ({ name, ...median(measured) }));
+  printTable(medians, { engine, rounds, duration, connections, notes: noteCount });
+  mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
+  const file = join(
+    ROOT,
+    "bench",
+    "results",
+    `${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
+  );
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        machine: {
+          cpus: cpus().length,
+          cpu: cpus()[0]?.model,
+          memoryGb: totalmem() / 2 ** 30,
+          node: process.version,
+        },
+        options: { engine, rounds, duration, connections, notes: noteCount },
+        medians,
+        rounds: Object.fromEntries(results),
+      },
+      null,
+      2,
+    ),
+  );
+  console.error(`bench: raw figures in ${file}`);
+} finally {
+  await Promise.all(servers.map((server) => server.stop()));
+  await databases.drop();
+  rmSync(work, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
+
+async function start(name: string, args: string[], env: Record<string, string>): Promise<Server> {
+  const server = await startServer(name, args, env);
+  servers.push(server);
+  return server;
+}
+
+/** On PostgreSQL: one fresh database per service, dropped at the end. */
+async function createDatabases(adminUrl: string | undefined) {
+  if (!adminUrl) return { identity: undefined, notes: undefined, drop: async () => {} };
+  const suffix = randomBytes(4).toString("hex");
+  const names = {
+    identity: `agentpass_bench_identity_${suffix}`,
+    notes: `agentpass_bench_notes_${suffix}`,
+  };
+  const admin = async (statement: (name: string) => string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try {
+      for (const name of Object.values(names)) await client.query(statement(name));
+    } finally {
+      await client.end();
+    }
+  };
+  await admin((name) => `CREATE DATABASE ${name}`);
+  const url = (name: string) => {
+    const parsed = new URL(adminUrl);
+    parsed.pathname = `/${name}`;
+    return parsed.toString();
+  };
+  return {
+    identity: url(names.identity),
+    notes: url(names.notes),
+    drop: () => admin((name) => `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}

@@ -1,0 +1,53 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { migrateToLatest, openDatabase } from "@agentpass/db";
+import { sql } from "kysely";
+import { notesMigrations } from "../apps/notes/src/store/migrations.ts";
+import type { NotesDatabase } from "../apps/notes/src/store/schema.ts";
+
+const LETTERS = "abcdefghijklmnopqrstuvwxyz";
+/** A word every `SEARCH_EVERY`-th note carries, so a search has a known, realistic hit rate. */
+export const SEARCH_TERM = "zeppelin";
+const SEARCH_EVERY = 50;
+const BATCH = 2000;
+
+/**
+ * Fills the notes database of `user` with `count` notes before the server starts, straight
+ * through SQL (creating them over HTTP would take longer than the benchmark).
+ */
+export async function seedNotes(
+  location: { databaseUrl: string | undefined; dataDir: string },
+  email: string,
+  count: number,
+): Promise<void> {
+  const database = openDatabase<NotesDatabase>({ ...location, fileName: "notes.sqlite" });
+  try {
+    await migrateToLatest(database.db, "notes", notesMigrations(database.engine));
+    const userId = randomUUID();
+    await database.db.insertInto("users").values({ id: userId, email, created_at: 0 }).execute();
+    for (let offset = 0; offset < count; offset += BATCH) {
+      const rows = Array.from({ length: Math.min(BATCH, count - offset) }, (_, i) => {
+        const n = offset + i;
+        return {
+          id: randomUUID(),
+          user_id: userId,
+          title: `${words(4)}${n % SEARCH_EVERY === 0 ? ` ${SEARCH_TERM}` : ""}`,
+          content: "[]",
+          content_text: words(20),
+          created_at: n,
+          updated_at: n,
+        };
+      });
+      await database.db.insertInto("notes").values(rows).execute();
+    }
+    await sql`ANALYZE`.execute(database.db);
+  } finally {
+    await database.close();
+  }
+}
+
+function words(count: number): string {
+  return Array.from({ length: count }, () => {
+    const bytes = randomBytes(3 + ((randomBytes(1)[0] as number) % 6));
+    return Array.from(bytes, (byte) => LETTERS[byte % 26]).join("");
+  }).join(" ");
+}

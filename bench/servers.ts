@@ -1,0 +1,115 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+export interface Server {
+  name: string;
+  url: string;
+  pid: number;
+  /** The JSON line the server printed when it was ready. */
+  ready: Record<string, unknown>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `script` in its own Node process and waits for its first JSON line on stdout that has
+ * a `url` (the bench's own servers print one; the services log one at start-up).
+ */
+export function startServer(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<Server> {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let errors = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    errors = (errors + chunk.toString()).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    let buffered = "";
+    const timer = setTimeout(
+      () => fail(new Error(`${name} did not start in 30 s:\n${errors}`)),
+      30_000,
+    );
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(error);
+    };
+    child.once("exit", (code) =>
+      fail(new Error(`${name} exited (${code}) before it listened:\n${errors}`)),
+    );
+    child.stdout?.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString();
+      for (const line of buffered.split("\n").slice(0, -1)) {
+        const ready = parseJson(line);
+        if (typeof ready?.url !== "string") continue;
+        clearTimeout(timer);
+        child.removeAllListeners("exit");
+        child.stdout?.removeAllListeners("data");
+        child.stdout?.resume();
+        resolve({
+          name,
+          url: ready.url,
+          pid: child.pid as number,
+          ready,
+          stop: () => stopChild(child),
+        });
+        return;
+      }
+      buffered = buffered.slice(buffered.lastIndexOf("\n") + 1);
+    });
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 5000).unref();
+  });
+}
+
+function parseJson(line: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(line);
+    return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs a repository command (an admin CLI) to completion and returns its stdout. */
+export function runCommand(
+  args: string[],
+  env: Record<string, string>,
+  input?: string,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      process.execPath,
+      args,
+      { cwd: ROOT, env: { ...process.env, ...env } },
+      (error, stdout, stderr) =>
+        error ? reject(new Error(`${args.join(" ")}: ${stderr}`)) : resolve(stdout.trim()),
+    );
+    child.stdin?.end(input ?? "");
+  });
+}
+
+/** Resident set size of a process in MB, from /proc (0 where /proc is missing). */
+export function rssMegabytes(pid: number): number {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match ? Number(match[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
