@@ -33,6 +33,8 @@ const token = await new provider.AccessToken({
   accountId: "bench-user",
   client,
   scope: "openid",
+  grantId: "bench-grant",
+  gty: "client_credentials",
 }).save();
 const server = provider.listen(port, "127.0.0.1");
 server.on("listening", () => {
