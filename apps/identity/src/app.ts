@@ -1,20 +1,38 @@
+import type { IncomingMessage } from "node:http";
 import { createErrorHandler } from "@agentpass/http";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { Logger } from "pino";
 import type { IdentityContext } from "./context.ts";
+import { RATE_LIMITS } from "./limits.ts";
+import type { Mailer } from "./mailer.ts";
+import { createRateLimiter } from "./rate-limit.ts";
+import { accountPages } from "./routes/account-pages.ts";
+import { deviceRoutes } from "./routes/device.ts";
+import { directoryRoutes } from "./routes/directory.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { partnerPages } from "./routes/partner-pages.ts";
 import { sessionTokenRoutes } from "./routes/session-tokens.ts";
+import { signInPages } from "./routes/sign-in-pages.ts";
 import { verifyRoutes } from "./routes/verify.ts";
+import { SCRIPT, STYLESHEET } from "./web/assets.ts";
+import { createWebGuard } from "./web/guard.ts";
 
 export interface AppOptions {
   ctx: IdentityContext;
   logger: Logger;
   publicUrl: string;
+  mailer: Mailer;
+}
+
+/** The peer's address, from the socket: a proxy in front must be trusted explicitly (it is not). */
+function clientIp(c: Context): string {
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  return incoming?.socket.remoteAddress ?? "unknown";
 }
 
 /** The identity service's HTTP interface. It knows the domain only through `ctx`. */
-export function createApp({ ctx, logger, publicUrl }: AppOptions): Hono {
+export function createApp({ ctx, logger, publicUrl, mailer }: AppOptions): Hono {
   const app = new Hono();
   // Set before the handler runs: changing headers of a finished response would make the Node
   // adapter rebuild it, which costs more than the whole verify.
@@ -22,10 +40,39 @@ export function createApp({ ctx, logger, publicUrl }: AppOptions): Hono {
     c.header("X-Content-Type-Options", "nosniff");
     return next();
   });
+  const limiter = (name: keyof typeof RATE_LIMITS) =>
+    createRateLimiter(ctx.store.db, { name, ...RATE_LIMITS[name], clock: ctx.clock });
+  const guard = createWebGuard(ctx, { secure: publicUrl.startsWith("https://") });
+
   app.route("/", verifyRoutes(ctx));
   app.route("/", sessionTokenRoutes(ctx));
   app.route("/", healthRoutes(ctx));
   app.route("/", docsRoutes(publicUrl));
+  app.route("/", directoryRoutes(ctx, guard));
+  app.route(
+    "/",
+    deviceRoutes(ctx, guard, { publicUrl, perIp: limiter("deviceCodesPerIp"), clientIp }),
+  );
+  app.route(
+    "/",
+    signInPages({
+      ctx,
+      guard,
+      mailer,
+      limits: { perAddress: limiter("signInCodesPerAddress"), perIp: limiter("signInCodesPerIp") },
+      publicUrl,
+      clientIp,
+    }),
+  );
+  app.route("/", accountPages(ctx, guard, publicUrl));
+  app.route("/", partnerPages(ctx, guard));
+  const assetHeaders = { "Cache-Control": "public, max-age=3600" };
+  app.get("/assets/style.css", (c) =>
+    c.body(STYLESHEET, 200, { ...assetHeaders, "Content-Type": "text/css; charset=utf-8" }),
+  );
+  app.get("/assets/app.js", (c) =>
+    c.body(SCRIPT, 200, { ...assetHeaders, "Content-Type": "text/javascript; charset=utf-8" }),
+  );
   app.notFound((c) => c.json({ error: "Not found" }, 404));
   app.onError(createErrorHandler(logger));
   return app;

@@ -15,6 +15,12 @@ const ConfigSchema = z.object({
   SESSION_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   PUBLIC_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** smtp(s)://user:pass@host:port for sign-in mail; unset: mail is written to the log. */
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL")
+    .optional(),
+  MAIL_FROM: z.string().min(3).default("AgentPass <no-reply@agentpass.local>"),
   /**
    * Sealing keys for session tokens as `id:base64secret` pairs, comma-separated, the first one
    * sealing new tokens. Unset: keys are generated on first start and kept in the database.
@@ -37,6 +43,8 @@ export interface Config {
   publicUrl: string;
   logLevel: z.infer<typeof ConfigSchema>["LOG_LEVEL"];
   tokenKeys: string | undefined;
+  smtpUrl: string | undefined;
+  mailFrom: string;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; error: string };
@@ -52,6 +60,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     return { ok: false, error: `Invalid ${name}: ${issue?.message ?? "invalid value"}` };
   }
   const values = parsed.data;
+  if (values.PUBLIC_URL?.startsWith("https://") && !values.SMTP_URL) {
+    // Without SMTP, sign-in codes go to the log: fine on a laptop, never on a public server.
+    return { ok: false, error: "Invalid SMTP_URL: required when PUBLIC_URL is https" };
+  }
   return {
     ok: true,
     config: {
@@ -63,6 +75,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       publicUrl: (values.PUBLIC_URL ?? `http://localhost:${values.PORT}`).replace(/\/$/, ""),
       logLevel: values.LOG_LEVEL,
       tokenKeys: values.TOKEN_KEYS,
+      smtpUrl: values.SMTP_URL,
+      mailFrom: values.MAIL_FROM,
     },
   };
 }

@@ -7,10 +7,14 @@ import type { Config } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
 import { createKeyUsageRecorder } from "./key-usage.ts";
 import { createLogger } from "./logger.ts";
+import { createMailer } from "./mailer.ts";
 import { loadSealingKeys } from "./sealing-keys.ts";
 import { identityMigrations } from "./store/migrations.ts";
 import type { IdentityDatabase } from "./store/schema.ts";
 import { createStore } from "./store/store.ts";
+import { createUsageStore } from "./store/usage-store.ts";
+import { createWebStore } from "./store/web-store.ts";
+import { createUsageRecorder } from "./usage-recorder.ts";
 
 export interface IdentityService {
   app: Hono;
@@ -38,20 +42,29 @@ export async function openIdentityService(
     const keyUsage = createKeyUsageRecorder(store, (error) =>
       logger.warn({ err: error }, "could not record key use"),
     );
+    const usageStore = createUsageStore(database.db);
+    const usage = createUsageRecorder(usageStore, (error) =>
+      logger.warn({ err: error }, "could not record usage"),
+    );
     const ctx: IdentityContext = {
       store,
       clock,
       keyUsage,
+      web: createWebStore(database.db),
+      usageStore,
+      usage,
       sealingKeys: await loadSealingKeys(store, config.tokenKeys, clock),
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
     };
-    const app = createApp({ ctx, logger, publicUrl: config.publicUrl });
+    const mailer = createMailer(config.smtpUrl, config.mailFrom, logger);
+    const app = createApp({ ctx, logger, publicUrl: config.publicUrl, mailer });
     return {
       app,
       ctx,
       logger,
       close: async () => {
         await keyUsage.close().catch(() => {});
+        await usage.close().catch(() => {});
         await database.close();
       },
     };

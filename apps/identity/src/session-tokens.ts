@@ -63,17 +63,25 @@ export async function verifySessionToken(
   ctx.store.beginHotRead();
   const partner = await ctx.store.findKeyByHash("partner_keys", hashKey(partnerKey));
   if (!partner) return { ok: false, code: "INVALID_PARTNER_KEY" };
-  if (partner.revokedAt !== null) return { ok: false, code: "REVOKED_PARTNER_KEY" };
-
   const now = ctx.clock();
+  const partnerId = partner.ownerId;
+  if (partner.revokedAt !== null) {
+    ctx.usage.record(partnerId, "revoked_partner_key", now);
+    return { ok: false, code: "REVOKED_PARTNER_KEY" };
+  }
+
   ctx.keyUsage.record("partner_keys", partner.id, now);
   const claims = ctx.sealingKeys.open(sessionToken);
-  const invalid = { ok: false, code: "INVALID_SESSION_TOKEN" } as const;
-  if (!claims || now >= claims.expiresAt) return invalid;
-  if (claims.audience !== null && claims.audience !== partner.ownerId) return invalid;
-  const owner = await ctx.store.findTokenOwner(claims.userKeyId);
-  if (!owner || owner.revokedAt !== null || owner.accountId !== claims.accountId) return invalid;
-  return { ok: true, email: owner.email, expiresAt: claims.expiresAt, partnerId: partner.ownerId };
+  const owner =
+    claims && now < claims.expiresAt && (claims.audience === null || claims.audience === partnerId)
+      ? await ctx.store.findTokenOwner(claims.userKeyId)
+      : undefined;
+  if (!claims || !owner || owner.revokedAt !== null || owner.accountId !== claims.accountId) {
+    ctx.usage.record(partnerId, "invalid_token", now);
+    return { ok: false, code: "INVALID_SESSION_TOKEN" };
+  }
+  ctx.usage.record(partnerId, "success", now, owner.accountId);
+  return { ok: true, email: owner.email, expiresAt: claims.expiresAt, partnerId };
 }
 
 function isUuid(value: unknown): value is string {

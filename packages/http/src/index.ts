@@ -7,5 +7,5 @@ export {
   renderError,
   unauthorized,
 } from "./http-error.ts";
-export { type JsonBody, readHeader, readJsonBody } from "./read-body.ts";
+export { type JsonBody, readHeader, readJsonBody, readTextBody } from "./read-body.ts";
 export { type RunningServer, type ServableService, startServer } from "./server.ts";

@@ -15,23 +15,31 @@ export type JsonBody = { ok: true; value: unknown } | { ok: false; empty: boolea
  * `Request` would build a web stream for every request, which costs more than the whole verify.
  */
 export async function readJsonBody(c: Context, maxBytes: number): Promise<JsonBody> {
+  const text = await readTextBody(c, maxBytes);
+  if (text === undefined) return { ok: false, empty: false };
+  if (text.trim() === "") return { ok: false, empty: true };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, empty: false };
+  }
+}
+
+/**
+ * Reads the request body as UTF-8 text: undefined when it is not valid UTF-8, a 413
+ * `Request body too large` over `maxBytes`.
+ */
+export async function readTextBody(c: Context, maxBytes: number): Promise<string | undefined> {
   const declared = Number(readHeader(c, "content-length"));
   if (declared > maxBytes) throw tooLarge();
   const incoming = incomingOf(c);
   const bytes = incoming
     ? await readIncoming(incoming, maxBytes)
     : await readFetchBody(c.req.raw, maxBytes);
-  let text: string;
   try {
-    text = utf8.decode(bytes);
+    return utf8.decode(bytes);
   } catch {
-    return { ok: false, empty: false };
-  }
-  if (text.trim() === "") return { ok: false, empty: true };
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    return { ok: false, empty: false };
+    return undefined;
   }
 }
 

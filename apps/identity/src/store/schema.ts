@@ -13,6 +13,44 @@ export interface IdentityDatabase {
   };
   partner_keys: KeyTable & { partner_id: string };
   sealing_keys: { id: string; secret: string; created_at: number };
+  sign_in_codes: {
+    id: string;
+    email: string;
+    code_hash: string;
+    link_hash: string;
+    /** Hash of the random cookie of the browser that asked: only it can redeem the code. */
+    browser_hash: string;
+    attempts: number;
+    created_at: number;
+    expires_at: number;
+    used_at: number | null;
+  };
+  web_sessions: {
+    id_hash: string;
+    account_id: string;
+    created_at: number;
+    last_seen_at: number;
+    expires_at: number;
+  };
+  device_codes: {
+    device_hash: string;
+    user_code: string;
+    client_name: string;
+    status: "pending" | "approved" | "denied" | "consumed";
+    account_id: string | null;
+    created_at: number;
+    expires_at: number;
+    last_polled_at: number | null;
+  };
+  usage_daily: { partner_id: string; day: string; outcome: string; count: number };
+  rate_limits: { key: string; window_start: number; count: number };
+  partner_activity: {
+    account_id: string;
+    partner_id: string;
+    first_at: number;
+    last_at: number;
+    count: number;
+  };
 }
 
 interface KeyTable {

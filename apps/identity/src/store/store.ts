@@ -214,17 +214,51 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
         .selectAll()
         .where("id", "=", id)
         .executeTakeFirst();
-      return (
-        row && {
-          id: row.id,
-          ownerAccountId: row.owner_account_id,
-          name: row.name,
-          website: row.website,
-          description: row.description,
-          listed: row.listed === 1,
-          createdAt: row.created_at,
-        }
-      );
+      return row && toPartner(row);
+    },
+
+    async listPartnersOwnedBy(accountId: string): Promise<Partner[]> {
+      const rows = await db
+        .selectFrom("partners")
+        .selectAll()
+        .where("owner_account_id", "=", accountId)
+        .orderBy("created_at")
+        .orderBy("id")
+        .execute();
+      return rows.map(toPartner);
+    },
+
+    /** The public directory: listed partners by name. */
+    async listListedPartners(): Promise<Partner[]> {
+      const rows = await db
+        .selectFrom("partners")
+        .selectAll()
+        .where("listed", "=", 1)
+        .orderBy("name")
+        .orderBy("id")
+        .execute();
+      return rows.map(toPartner);
+    },
+
+    async updatePartner(
+      id: string,
+      fields: Pick<Partner, "name" | "website" | "description" | "listed">,
+    ): Promise<void> {
+      await db
+        .updateTable("partners")
+        .set({
+          name: fields.name,
+          website: fields.website,
+          description: fields.description,
+          listed: fields.listed ? 1 : 0,
+        })
+        .where("id", "=", id)
+        .execute();
+    },
+
+    /** Deletes an account with its keys, partners and their keys: none verifies again. */
+    async deleteAccount(accountId: string): Promise<void> {
+      await db.deleteFrom("accounts").where("id", "=", accountId).execute();
     },
 
     async listSealingKeys(): Promise<{ id: string; secret: string; createdAt: number }[]> {
@@ -247,6 +281,18 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
 }
 
 export type Store = ReturnType<typeof createStore>;
+
+function toPartner(row: IdentityDatabase["partners"]): Partner {
+  return {
+    id: row.id,
+    ownerAccountId: row.owner_account_id,
+    name: row.name,
+    website: row.website,
+    description: row.description,
+    listed: row.listed === 1,
+    createdAt: row.created_at,
+  };
+}
 
 function keyColumns(owner: "account_id" | "partner_id") {
   return [

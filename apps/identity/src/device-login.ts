@@ -1,0 +1,98 @@
+import { randomBytes, randomInt } from "node:crypto";
+import type { IdentityContext } from "./context.ts";
+import { issueKey } from "./credentials.ts";
+import { sha256 } from "./sign-in.ts";
+
+/** RFC 8628 device authorization: the CLI shows a code, the person approves it in a browser. */
+export const DEVICE_CODE_LIFETIME_S = 600;
+export const POLL_INTERVAL_S = 5;
+// No vowels or look-alikes: codes are read aloud and typed (RFC 8628 section 6.1).
+const USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ";
+
+export async function startDeviceLogin(ctx: IdentityContext, clientName: string) {
+  const deviceCode = randomBytes(32).toString("base64url");
+  let userCode = "";
+  for (let i = 0; i < 8; i++) userCode += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
+  userCode = `${userCode.slice(0, 4)}-${userCode.slice(4)}`;
+  const now = ctx.clock();
+  await ctx.web.insertDeviceCode({
+    device_hash: sha256(deviceCode),
+    user_code: userCode,
+    client_name: clientName,
+    status: "pending",
+    account_id: null,
+    created_at: now,
+    expires_at: now + DEVICE_CODE_LIFETIME_S * 1000,
+    last_polled_at: null,
+  });
+  return { deviceCode, userCode, expiresIn: DEVICE_CODE_LIFETIME_S, interval: POLL_INTERVAL_S };
+}
+
+/** Normalizes what a person types: case, spaces and the dash do not matter. */
+export function normalizeUserCode(input: string): string {
+  const letters = input.toUpperCase().replace(/[^A-Z]/g, "");
+  return letters.length === 8 ? `${letters.slice(0, 4)}-${letters.slice(4)}` : "";
+}
+
+/** The pending request a person is about to approve, or null. */
+export async function findPendingDeviceLogin(ctx: IdentityContext, userCode: string) {
+  const code = await ctx.web.findDeviceCodeByUserCode(normalizeUserCode(userCode));
+  if (code?.status !== "pending" || code.expires_at <= ctx.clock()) return null;
+  return { userCode: code.user_code, clientName: code.client_name, deviceHash: code.device_hash };
+}
+
+export async function decideDeviceLogin(
+  ctx: IdentityContext,
+  userCode: string,
+  accountId: string,
+  approve: boolean,
+): Promise<boolean> {
+  const pending = await findPendingDeviceLogin(ctx, userCode);
+  if (!pending) return false;
+  return ctx.web.setDeviceStatus(
+    pending.deviceHash,
+    "pending",
+    approve ? "approved" : "denied",
+    accountId,
+  );
+}
+
+export type PollResult =
+  | { ok: true; userKey: string; keyId: string }
+  | {
+      ok: false;
+      error:
+        | "authorization_pending"
+        | "slow_down"
+        | "access_denied"
+        | "expired_token"
+        | "invalid_grant";
+    };
+
+/**
+ * One poll of the CLI. Once approved, the user key is created here, named after the device,
+ * and handed over exactly once: no secret waits in the database for the CLI to come.
+ */
+export async function pollDeviceLogin(
+  ctx: IdentityContext,
+  deviceCode: string,
+): Promise<PollResult> {
+  const deviceHash = sha256(deviceCode);
+  const code = await ctx.web.findDeviceCode(deviceHash);
+  const now = ctx.clock();
+  if (!code || code.status === "consumed") return { ok: false, error: "invalid_grant" };
+  if (code.expires_at <= now) return { ok: false, error: "expired_token" };
+  if (code.status === "denied") return { ok: false, error: "access_denied" };
+  const tooSoon =
+    code.last_polled_at !== null && now - code.last_polled_at < POLL_INTERVAL_S * 1000;
+  await ctx.web.markDevicePolled(deviceHash, now);
+  if (tooSoon) return { ok: false, error: "slow_down" };
+  if (code.status === "pending" || !code.account_id)
+    return { ok: false, error: "authorization_pending" };
+  if (!(await ctx.web.setDeviceStatus(deviceHash, "approved", "consumed", null))) {
+    return { ok: false, error: "invalid_grant" };
+  }
+  const issued = await issueKey(ctx, "user", code.account_id, code.client_name.slice(0, 100));
+  if (!issued.ok) return { ok: false, error: "invalid_grant" };
+  return { ok: true, userKey: issued.key, keyId: issued.record.id };
+}

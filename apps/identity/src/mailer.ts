@@ -1,0 +1,35 @@
+import nodemailer from "nodemailer";
+import type { Logger } from "pino";
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(mail: Mail): Promise<void>;
+}
+
+/**
+ * Sends mail through `smtpUrl` (nodemailer). Without one — development only — the mail is
+ * written to the service log instead, so a sign-in code can be read there.
+ */
+export function createMailer(smtpUrl: string | undefined, from: string, logger: Logger): Mailer {
+  if (!smtpUrl) {
+    return {
+      async send(mail) {
+        logger.info(
+          { to: mail.to, subject: mail.subject, text: mail.text },
+          "mail (no SMTP_URL: logged, not sent)",
+        );
+      },
+    };
+  }
+  const transport = nodemailer.createTransport(smtpUrl);
+  return {
+    async send(mail) {
+      await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
+    },
+  };
+}

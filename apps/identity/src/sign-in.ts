@@ -1,0 +1,125 @@
+import { createHash, randomBytes, randomInt, randomUUID, timingSafeEqual } from "node:crypto";
+import { canonicalizeEmail } from "@agentpass/verify";
+import type { IdentityContext } from "./context.ts";
+import type { Mailer } from "./mailer.ts";
+import type { RateLimiter } from "./rate-limit.ts";
+import type { Account } from "./store/store.ts";
+
+export const CODE_LIFETIME_MS = 10 * 60 * 1000;
+export const MAX_CODE_ATTEMPTS = 5;
+
+export interface SignInDeps {
+  ctx: IdentityContext;
+  mailer: Mailer;
+  perAddress: RateLimiter;
+  perIp: RateLimiter;
+  publicUrl: string;
+}
+
+export type RequestCodeResult =
+  | { ok: true }
+  | { ok: false; code: "INVALID_EMAIL"; reason: string }
+  | { ok: false; code: "RATE_LIMITED"; retryAfterSeconds: number };
+
+/**
+ * Mails a 6-digit code and a one-click link for `email`, redeemable only by the browser that
+ * asked (`browserNonce`, a random cookie). Sign-up and sign-in are this one flow: whether the
+ * address has an account is never looked at here, so the answer cannot reveal it.
+ */
+export async function requestSignInCode(
+  deps: SignInDeps,
+  input: { email: string; browserNonce: string; ip: string },
+): Promise<RequestCodeResult> {
+  const canonical = canonicalizeEmail(input.email);
+  if (!canonical.ok) return { ok: false, code: "INVALID_EMAIL", reason: canonical.reason };
+  for (const [limiter, key] of [
+    [deps.perIp, input.ip],
+    [deps.perAddress, canonical.email],
+  ] as const) {
+    const limited = await limiter.take(key);
+    if (!limited.ok) {
+      return { ok: false, code: "RATE_LIMITED", retryAfterSeconds: limited.retryAfterSeconds };
+    }
+  }
+  const now = deps.ctx.clock();
+  const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
+  const link = randomBytes(32).toString("base64url");
+  await deps.ctx.web.insertSignInCode({
+    id: randomUUID(),
+    email: canonical.email,
+    code_hash: sha256(code),
+    link_hash: sha256(link),
+    browser_hash: sha256(input.browserNonce),
+    attempts: 0,
+    created_at: now,
+    expires_at: now + CODE_LIFETIME_MS,
+    used_at: null,
+  });
+  await deps.mailer.send({
+    to: canonical.email,
+    subject: `Your AgentPass sign-in code: ${code}`,
+    text: `Your AgentPass sign-in code is ${code}. It works for 10 minutes, in the browser where you asked for it.\n\nOr open this link in that browser: ${deps.publicUrl}/sign-in/link#${link}\n\nIf you did not ask for it, ignore this mail.`,
+  });
+  return { ok: true };
+}
+
+export type RedeemResult =
+  | { ok: true; account: Account }
+  | { ok: false; code: "INVALID_CODE" | "NO_CODE" };
+
+/** Redeems the code typed in the browser that asked for it: at most 5 tries, single use. */
+export async function redeemSignInCode(
+  ctx: IdentityContext,
+  input: { browserNonce: string; code: string },
+): Promise<RedeemResult> {
+  const pending = await ctx.web.findOpenSignInCode(sha256(input.browserNonce), ctx.clock());
+  if (!pending || pending.attempts >= MAX_CODE_ATTEMPTS) return { ok: false, code: "NO_CODE" };
+  if (!sameHash(pending.code_hash, sha256(input.code.trim()))) {
+    const attempts = await ctx.web.countSignInAttempt(pending.id);
+    // The fifth wrong try ends the code: brute force gets 5 guesses in a million.
+    if (attempts >= MAX_CODE_ATTEMPTS) await ctx.web.useSignInCode(pending.id, ctx.clock());
+    return { ok: false, code: "INVALID_CODE" };
+  }
+  return finish(ctx, pending.id, pending.email);
+}
+
+/** Redeems the one-click link, in the browser that asked for it. */
+export async function redeemSignInLink(
+  ctx: IdentityContext,
+  input: { browserNonce: string; link: string },
+): Promise<RedeemResult> {
+  const pending = await ctx.web.findSignInCodeByLink(sha256(input.link));
+  const now = ctx.clock();
+  if (
+    !pending ||
+    pending.used_at !== null ||
+    pending.expires_at <= now ||
+    pending.attempts >= MAX_CODE_ATTEMPTS ||
+    !sameHash(pending.browser_hash, sha256(input.browserNonce))
+  ) {
+    return { ok: false, code: "NO_CODE" };
+  }
+  return finish(ctx, pending.id, pending.email);
+}
+
+async function finish(ctx: IdentityContext, codeId: string, email: string): Promise<RedeemResult> {
+  if (!(await ctx.web.useSignInCode(codeId, ctx.clock()))) return { ok: false, code: "NO_CODE" };
+  const account =
+    (await ctx.store.findAccountByEmail(email)) ??
+    (await ctx.store.createAccount(email, ctx.clock()));
+  // A concurrent first sign-in may have created it between the two calls.
+  const settled = account ?? (await ctx.store.findAccountByEmail(email));
+  if (!settled) throw new Error("account vanished during sign-in");
+  return { ok: true, account: settled };
+}
+
+export function sha256(value: string): string {
+  return createHash("sha256").update(value).digest("base64url");
+}
+
+/** Compares two hashes in constant time. */
+export function sameHash(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}

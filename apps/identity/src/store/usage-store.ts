@@ -1,0 +1,93 @@
+import type { Kysely } from "kysely";
+import type { IdentityDatabase } from "./schema.ts";
+
+export interface UsageBatch {
+  /** `partnerId|day|outcome` → count */
+  daily: Map<string, number>;
+  /** `accountId|partnerId` → first, last and count of successful verifications */
+  activity: Map<string, { first: number; last: number; count: number }>;
+}
+
+/** Usage counters: per partner and day by outcome, and which partners learned whose email. */
+export function createUsageStore(db: Kysely<IdentityDatabase>) {
+  return {
+    /** Adds a batch gathered in memory, in one transaction; partners deleted meanwhile are skipped. */
+    async addUsage(batch: UsageBatch): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        for (const [key, count] of batch.daily) {
+          const [partnerId = "", day = "", outcome = ""] = key.split("|");
+          const partner = await trx
+            .selectFrom("partners")
+            .select("id")
+            .where("id", "=", partnerId)
+            .executeTakeFirst();
+          if (!partner) continue;
+          await trx
+            .insertInto("usage_daily")
+            .values({ partner_id: partnerId, day, outcome, count })
+            .onConflict((oc) =>
+              oc.columns(["partner_id", "day", "outcome"]).doUpdateSet((eb) => ({
+                count: eb("usage_daily.count", "+", eb.ref("excluded.count")),
+              })),
+            )
+            .execute();
+        }
+        for (const [key, seen] of batch.activity) {
+          const [accountId = "", partnerId = ""] = key.split("|");
+          const exists = await trx
+            .selectFrom("accounts")
+            .innerJoin("partners", (join) => join.on("partners.id", "=", partnerId))
+            .select("accounts.id")
+            .where("accounts.id", "=", accountId)
+            .executeTakeFirst();
+          if (!exists) continue;
+          await trx
+            .insertInto("partner_activity")
+            .values({
+              account_id: accountId,
+              partner_id: partnerId,
+              first_at: seen.first,
+              last_at: seen.last,
+              count: seen.count,
+            })
+            .onConflict((oc) =>
+              oc.columns(["account_id", "partner_id"]).doUpdateSet((eb) => ({
+                last_at: eb.ref("excluded.last_at"),
+                count: eb("partner_activity.count", "+", eb.ref("excluded.count")),
+              })),
+            )
+            .execute();
+        }
+      });
+    },
+
+    async usageOf(partnerId: string, sinceDay: string) {
+      return db
+        .selectFrom("usage_daily")
+        .select(["day", "outcome", "count"])
+        .where("partner_id", "=", partnerId)
+        .where("day", ">=", sinceDay)
+        .orderBy("day")
+        .execute();
+    },
+
+    async activityOf(accountId: string) {
+      return db
+        .selectFrom("partner_activity")
+        .innerJoin("partners", "partners.id", "partner_activity.partner_id")
+        .select([
+          "partners.id as partnerId",
+          "partners.name",
+          "partners.website",
+          "partner_activity.first_at as firstAt",
+          "partner_activity.last_at as lastAt",
+          "partner_activity.count",
+        ])
+        .where("partner_activity.account_id", "=", accountId)
+        .orderBy("partner_activity.last_at", "desc")
+        .execute();
+    },
+  };
+}
+
+export type UsageStore = ReturnType<typeof createUsageStore>;

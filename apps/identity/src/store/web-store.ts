@@ -1,0 +1,138 @@
+import type { Kysely } from "kysely";
+import type { IdentityDatabase } from "./schema.ts";
+
+type SignInCode = IdentityDatabase["sign_in_codes"];
+type DeviceCode = IdentityDatabase["device_codes"];
+
+/** Storage of the browser side: sign-in codes, sessions and device logins. Hashes only. */
+export function createWebStore(db: Kysely<IdentityDatabase>) {
+  return {
+    async insertSignInCode(code: SignInCode): Promise<void> {
+      await db.insertInto("sign_in_codes").values(code).execute();
+    },
+
+    /** The newest unused, unexpired code this browser asked for. */
+    async findOpenSignInCode(browserHash: string, now: number): Promise<SignInCode | undefined> {
+      return db
+        .selectFrom("sign_in_codes")
+        .selectAll()
+        .where("browser_hash", "=", browserHash)
+        .where("used_at", "is", null)
+        .where("expires_at", ">", now)
+        .orderBy("created_at", "desc")
+        .executeTakeFirst();
+    },
+
+    async findSignInCodeByLink(linkHash: string): Promise<SignInCode | undefined> {
+      return db
+        .selectFrom("sign_in_codes")
+        .selectAll()
+        .where("link_hash", "=", linkHash)
+        .executeTakeFirst();
+    },
+
+    /** Counts a wrong try; returns the tries so far. */
+    async countSignInAttempt(id: string): Promise<number> {
+      const row = await db
+        .updateTable("sign_in_codes")
+        .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
+        .where("id", "=", id)
+        .returning("attempts")
+        .executeTakeFirst();
+      return row?.attempts ?? Number.POSITIVE_INFINITY;
+    },
+
+    /** Marks a code used; false when it already was (single use, even under a race). */
+    async useSignInCode(id: string, now: number): Promise<boolean> {
+      const result = await db
+        .updateTable("sign_in_codes")
+        .set({ used_at: now })
+        .where("id", "=", id)
+        .where("used_at", "is", null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    async insertSession(session: IdentityDatabase["web_sessions"]): Promise<void> {
+      await db.insertInto("web_sessions").values(session).execute();
+    },
+
+    async findSession(idHash: string) {
+      return db
+        .selectFrom("web_sessions")
+        .innerJoin("accounts", "accounts.id", "web_sessions.account_id")
+        .select([
+          "web_sessions.id_hash as idHash",
+          "web_sessions.account_id as accountId",
+          "web_sessions.last_seen_at as lastSeenAt",
+          "web_sessions.expires_at as expiresAt",
+          "web_sessions.created_at as createdAt",
+          "accounts.email",
+        ])
+        .where("web_sessions.id_hash", "=", idHash)
+        .executeTakeFirst();
+    },
+
+    async touchSession(idHash: string, now: number): Promise<void> {
+      await db
+        .updateTable("web_sessions")
+        .set({ last_seen_at: now })
+        .where("id_hash", "=", idHash)
+        .execute();
+    },
+
+    async deleteSession(idHash: string): Promise<void> {
+      await db.deleteFrom("web_sessions").where("id_hash", "=", idHash).execute();
+    },
+
+    async deleteSessionsOf(accountId: string): Promise<void> {
+      await db.deleteFrom("web_sessions").where("account_id", "=", accountId).execute();
+    },
+
+    async insertDeviceCode(code: DeviceCode): Promise<void> {
+      await db.insertInto("device_codes").values(code).execute();
+    },
+
+    async findDeviceCodeByUserCode(userCode: string): Promise<DeviceCode | undefined> {
+      return db
+        .selectFrom("device_codes")
+        .selectAll()
+        .where("user_code", "=", userCode)
+        .executeTakeFirst();
+    },
+
+    async findDeviceCode(deviceHash: string): Promise<DeviceCode | undefined> {
+      return db
+        .selectFrom("device_codes")
+        .selectAll()
+        .where("device_hash", "=", deviceHash)
+        .executeTakeFirst();
+    },
+
+    /** Moves a device code from `from` to `to`; false when it was no longer in `from`. */
+    async setDeviceStatus(
+      deviceHash: string,
+      from: DeviceCode["status"],
+      to: DeviceCode["status"],
+      accountId: string | null,
+    ): Promise<boolean> {
+      const result = await db
+        .updateTable("device_codes")
+        .set({ status: to, ...(accountId !== null && { account_id: accountId }) })
+        .where("device_hash", "=", deviceHash)
+        .where("status", "=", from)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    async markDevicePolled(deviceHash: string, now: number): Promise<void> {
+      await db
+        .updateTable("device_codes")
+        .set({ last_polled_at: now })
+        .where("device_hash", "=", deviceHash)
+        .execute();
+    },
+  };
+}
+
+export type WebStore = ReturnType<typeof createWebStore>;

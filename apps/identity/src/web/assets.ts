@@ -1,0 +1,47 @@
+/** The one stylesheet and the one script of the dashboard, served from /assets (CSP 'self'). */
+export const STYLESHEET = `
+:root{--fg:#18181b;--muted:#5b5b66;--line:#dcdce3;--bg:#fafafa;--accent:#2350d8;--bad:#b42318;--ok:#11734b}
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
+header{background:#fff;border-bottom:1px solid var(--line)}
+header nav{max-width:960px;margin:0 auto;padding:.6rem 1rem;display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:center}
+header .brand{font-weight:700;margin-right:auto;color:var(--fg);text-decoration:none}
+nav a{color:var(--accent)}
+main{max-width:960px;margin:0 auto;padding:1rem}
+h1{font-size:1.5rem;margin:.5rem 0 1rem}
+h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
+a{color:var(--accent)}
+.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:1rem;margin:0 0 1rem}
+table{width:100%;border-collapse:collapse;background:#fff}
+th,td{text-align:left;padding:.5rem;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-size:.85rem;color:var(--muted);font-weight:600}
+label{display:block;font-weight:600;margin:.75rem 0 .25rem}
+input[type=text],input[type=email],input[type=url],textarea{width:100%;max-width:32rem;padding:.55rem;border:1px solid #b9b9c6;border-radius:6px;font:inherit}
+button,.button{display:inline-block;padding:.5rem .9rem;border-radius:6px;border:1px solid var(--accent);background:var(--accent);color:#fff;font:inherit;cursor:pointer;text-decoration:none}
+button.secondary{background:#fff;color:var(--accent)}
+button.danger{background:var(--bad);border-color:var(--bad)}
+:focus-visible{outline:3px solid #f5a524;outline-offset:2px}
+.muted{color:var(--muted)}
+.error{color:var(--bad);font-weight:600}
+.ok{color:var(--ok)}
+.secret{font-family:ui-monospace,monospace;background:#fff8e1;border:1px dashed #c9a227;padding:.6rem;border-radius:6px;word-break:break-all}
+code{font-family:ui-monospace,monospace;background:#f0f0f4;padding:.1rem .3rem;border-radius:4px;word-break:break-all}
+.empty{color:var(--muted);font-style:italic}
+.chart{max-width:100%;height:auto;background:#fff;border:1px solid var(--line);border-radius:8px}
+.inline{display:inline}
+.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+@media (max-width:600px){th.optional,td.optional{display:none}}
+`;
+
+/** Progressive enhancement only: copy buttons, and the sign-in link's fragment into its form. */
+export const SCRIPT = `
+document.querySelectorAll("[data-copy]").forEach(function (button) {
+  button.hidden = false;
+  button.addEventListener("click", function () {
+    var target = document.getElementById(button.getAttribute("data-copy"));
+    if (target && navigator.clipboard) navigator.clipboard.writeText(target.textContent.trim()).then(function () { button.textContent = "Copied"; });
+  });
+});
+var link = document.getElementById("link-token");
+if (link && location.hash.length > 1) { link.value = location.hash.slice(1); history.replaceState(null, "", location.pathname); }
+`;

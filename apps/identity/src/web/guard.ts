@@ -1,0 +1,143 @@
+import { randomBytes } from "node:crypto";
+import { readHeader, readTextBody } from "@agentpass/http";
+import type { Context } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import type { IdentityContext } from "../context.ts";
+import { sameHash, sha256 } from "../sign-in.ts";
+import { resolveWebSession, SESSION_MAX_MS, type WebSession } from "../web-sessions.ts";
+
+/** What a dashboard page handler gets beside the Hono context. */
+export interface WebRequest {
+  session: WebSession | null;
+  /** The random id of this browser (HttpOnly cookie): sign-in codes are bound to it. */
+  browserId: string;
+  /** The CSRF token every form of this browser carries. */
+  csrf: string;
+  /** The checked form fields of a POST; empty on GET. */
+  form: URLSearchParams;
+}
+
+export interface SignedInRequest extends WebRequest {
+  session: WebSession;
+}
+
+type Handler<R> = (c: Context, web: R) => Response | Promise<Response>;
+
+const MAX_FORM_BYTES = 16 * 1024;
+const BROWSER_COOKIE_MAX_AGE_S = 400 * 24 * 60 * 60;
+
+/**
+ * Everything a dashboard page needs before its handler runs: security headers, the browser id,
+ * the session, and on every POST the CSRF check (the form's `_csrf` must match this browser's
+ * token, and a cross-site `Origin` or `Sec-Fetch-Site` is refused outright).
+ *
+ * Cookies are `__Host-` prefixed and Secure when the public URL is https, HttpOnly and
+ * SameSite=Lax always. Over plain http (localhost in development) the prefix is impossible.
+ */
+export function createWebGuard(ctx: IdentityContext, options: { secure: boolean }) {
+  const prefix = options.secure ? "__Host-" : "";
+  const names = { session: `${prefix}agentpass_session`, browser: `${prefix}agentpass_browser` };
+  const cookieOptions = {
+    path: "/",
+    httpOnly: true,
+    secure: options.secure,
+    sameSite: "Lax",
+  } as const;
+
+  function setSecurityHeaders(c: Context): void {
+    c.header(
+      "Content-Security-Policy",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    c.header("X-Frame-Options", "DENY");
+    c.header("Referrer-Policy", "no-referrer");
+    c.header("Cache-Control", "no-store");
+    c.header("Cross-Origin-Opener-Policy", "same-origin");
+  }
+
+  function browserIdOf(c: Context): string {
+    const existing = getCookie(c, names.browser);
+    if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
+    const fresh = randomBytes(32).toString("base64url");
+    setCookie(c, names.browser, fresh, { ...cookieOptions, maxAge: BROWSER_COOKIE_MAX_AGE_S });
+    return fresh;
+  }
+
+  /** A POST from another site is refused before its body is read. */
+  function isCrossSite(c: Context): boolean {
+    const site = readHeader(c, "sec-fetch-site");
+    if (site !== undefined && site !== "same-origin" && site !== "none") return true;
+    const origin = readHeader(c, "origin");
+    if (origin === undefined) return false;
+    return URL.parse(origin)?.host !== readHeader(c, "host");
+  }
+
+  /** Headers, browser id, session and, on POST, the checked form; or the 403 of a forged post. */
+  async function prepare(c: Context): Promise<WebRequest | Response> {
+    setSecurityHeaders(c);
+    const browserId = browserIdOf(c);
+    const csrf = sha256(`csrf:${browserId}`);
+    const session = await resolveWebSession(ctx, getCookie(c, names.session));
+    let form = new URLSearchParams();
+    if (c.req.method === "POST") {
+      if (isCrossSite(c)) return forbidden(c);
+      const text = await readTextBody(c, MAX_FORM_BYTES);
+      if (text === undefined) return forbidden(c);
+      form = new URLSearchParams(text);
+      if (!sameHash(form.get("_csrf") ?? "", csrf)) return forbidden(c);
+    }
+    return { session, browserId, csrf, form };
+  }
+
+  return {
+    /** Wraps the handler of a page anyone may see. */
+    page(handler: Handler<WebRequest>) {
+      return async (c: Context): Promise<Response> => {
+        const web = await prepare(c);
+        return web instanceof Response ? web : handler(c, web);
+      };
+    },
+
+    /** Wraps the handler of a page for a signed-in person; others are sent to sign in first. */
+    signedIn(handler: Handler<SignedInRequest>) {
+      return async (c: Context): Promise<Response> => {
+        const web = await prepare(c);
+        if (web instanceof Response) return web;
+        const { session } = web;
+        if (session) return handler(c, { ...web, session });
+        const next = c.req.method === "GET" ? c.req.path + new URL(c.req.url).search : "/keys";
+        return c.redirect(`/sign-in?next=${encodeURIComponent(next)}`, 303);
+      };
+    },
+
+    /** Starts the session cookie of a new sign-in (a new id every time: no fixation). */
+    setSessionCookie(c: Context, token: string): void {
+      setCookie(c, names.session, token, { ...cookieOptions, maxAge: SESSION_MAX_MS / 1000 });
+    },
+
+    clearSessionCookie(c: Context): void {
+      setCookie(c, names.session, "", { ...cookieOptions, maxAge: 0 });
+    },
+
+    sessionCookieOf(c: Context): string | undefined {
+      return getCookie(c, names.session);
+    },
+  };
+}
+
+export type WebGuard = ReturnType<typeof createWebGuard>;
+
+function forbidden(c: Context): Response {
+  return c.html(
+    `<!doctype html><meta charset="utf-8"><title>Form expired · AgentPass</title><link rel="stylesheet" href="/assets/style.css"><main><h1>This form has expired</h1><p>Go back, reload the page and try again.</p></main>`,
+    403,
+  );
+}
+
+/** A path on this site to go to after sign-in; anything else (other hosts, `//x`) is "/keys". */
+export function safeNext(value: string | null | undefined): string {
+  if (!value?.startsWith("/") || value.startsWith("//") || value.includes("\\")) {
+    return "/keys";
+  }
+  return value.length > 500 ? "/keys" : value;
+}
