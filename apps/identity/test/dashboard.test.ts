@@ -1,0 +1,530 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { testEngines } from "@agentpass/db/testing";
+import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
+import { type Mailbox, signInSecrets, startMailbox } from "./support/mailbox.ts";
+import { type WebClient, webClient } from "./support/web-client.ts";
+
+const MINUTE = 60_000;
+
+for (const engine of testEngines()) {
+  describe(`dashboard (${engine})`, () => {
+    let identity: TestIdentity;
+    let mailbox: Mailbox;
+
+    before(async () => {
+      mailbox = await startMailbox();
+      identity = await openTestIdentity(engine, { SMTP_URL: mailbox.url });
+    });
+    after(async () => {
+      await identity.close();
+      await mailbox.close();
+    });
+
+    const browser = () => webClient(identity.app);
+    const uniqueEmail = () => `person-${crypto.randomUUID()}@example.com`;
+
+    /** Asks for a code in `client` and returns what the mail carried. */
+    async function askCode(client: WebClient, email: string) {
+      const since = mailbox.mails.length;
+      const response = await client.post("/sign-in", { email, next: "/keys" });
+      assert.equal(response.status, 303);
+      return signInSecrets(await mailbox.next(email.toLowerCase(), since));
+    }
+
+    async function signIn(client: WebClient, email = uniqueEmail()) {
+      const { code } = await askCode(client, email);
+      const response = await client.post("/sign-in/code", { code, next: "/keys" });
+      assert.equal(response.status, 303, "the code signs in");
+      assert.equal(response.headers.get("location"), "/keys");
+      return email;
+    }
+
+    async function createUserKey(client: WebClient, name = "laptop") {
+      const page = await (await client.post("/keys", { name })).text();
+      const key = /id="new-key" class="secret">(apu_[A-Za-z0-9]+)</.exec(page)?.[1];
+      assert.ok(key, "the new key is shown once");
+      return key;
+    }
+
+    async function createPartnerWithKey(client: WebClient, fields: Record<string, string> = {}) {
+      const created = await client.post("/partners", { name: "Weather API", ...fields });
+      assert.equal(created.status, 303);
+      const path = created.headers.get("location") ?? "";
+      const page = await (await client.post(`${path}/keys`, { name: "production" })).text();
+      const key = /id="new-key" class="secret">(apk_[A-Za-z0-9]+)</.exec(page)?.[1];
+      assert.ok(key);
+      return { path, id: path.split("/").at(-1) ?? "", key };
+    }
+
+    describe("sign-in by emailed code", () => {
+      it("answers a known and an unknown address identically, and creates the account only once the code is entered", async () => {
+        const known = await signIn(browser());
+        const unknown = uniqueEmail();
+        const answers = [];
+        for (const email of [known, unknown]) {
+          const client = browser();
+          await client.get("/sign-in");
+          const response = await client.post("/sign-in", { email, next: "/keys" });
+          answers.push({
+            status: response.status,
+            location: response.headers.get("location"),
+            body: await response.text(),
+          });
+        }
+        assert.deepEqual(answers[0], answers[1]);
+        const account = await identity.ctx.store.findAccountByEmail(unknown);
+        assert.equal(account, undefined, "asking for a code creates no account");
+      });
+
+      it("keeps the code to the browser that asked, and does not spend it on another", async () => {
+        const asker = browser();
+        const email = uniqueEmail();
+        const { code, link } = await askCode(asker, email);
+        const stranger = browser();
+        await stranger.get("/sign-in");
+        assert.equal((await stranger.post("/sign-in/code", { code })).status, 400);
+        assert.equal((await stranger.post("/sign-in/link", { link })).status, 400);
+        assert.equal((await asker.post("/sign-in/code", { code, next: "/keys" })).status, 303);
+        assert.ok(await identity.ctx.store.findAccountByEmail(email));
+      });
+
+      it("is single use", async () => {
+        const client = browser();
+        const { code } = await askCode(client, uniqueEmail());
+        assert.equal((await client.post("/sign-in/code", { code })).status, 303);
+        assert.equal((await client.post("/sign-in/code", { code })).status, 400);
+      });
+
+      it("ends the code after 5 wrong tries", async () => {
+        const client = browser();
+        const { code } = await askCode(client, uniqueEmail());
+        const wrong = code === "000000" ? "111111" : "000000";
+        for (let i = 0; i < 5; i++) {
+          const response = await client.post("/sign-in/code", { code: wrong });
+          assert.equal(response.status, 400);
+          assert.match(await response.text(), /not right/);
+        }
+        const response = await client.post("/sign-in/code", { code });
+        assert.equal(response.status, 400);
+        assert.match(await response.text(), /expired or was tried too often/);
+      });
+
+      it("lasts 10 minutes", async () => {
+        const early = browser();
+        const first = await askCode(early, uniqueEmail());
+        identity.advance(10 * MINUTE - 1000);
+        assert.equal((await early.post("/sign-in/code", { code: first.code })).status, 303);
+        const late = browser();
+        const second = await askCode(late, uniqueEmail());
+        identity.advance(10 * MINUTE);
+        assert.equal((await late.post("/sign-in/code", { code: second.code })).status, 400);
+      });
+
+      it("signs in with the one-click link in the same browser", async () => {
+        const client = browser();
+        const { link } = await askCode(client, uniqueEmail());
+        const page = await client.text("/sign-in/link");
+        assert.match(page, /id="link-token"/);
+        const response = await client.post("/sign-in/link", { link });
+        assert.equal(response.status, 303);
+        assert.equal((await client.get("/keys")).status, 200);
+      });
+
+      it("refuses an invalid address with 400 and a message", async () => {
+        const client = browser();
+        await client.get("/sign-in");
+        const response = await client.post("/sign-in", { email: "not an email" });
+        assert.equal(response.status, 400);
+        assert.match(await response.text(), /Enter a valid email address/);
+      });
+
+      it("limits codes per address: the sixth in 15 minutes is 429 with Retry-After", async () => {
+        identity.advance(15 * MINUTE); // a fresh window
+        const email = uniqueEmail();
+        const statuses = [];
+        let last: Response | undefined;
+        for (let i = 0; i < 6; i++) {
+          const client = browser();
+          await client.get("/sign-in");
+          last = await client.post("/sign-in", { email });
+          statuses.push(last.status);
+        }
+        assert.deepEqual(statuses, [303, 303, 303, 303, 303, 429]);
+        assert.ok(Number(last?.headers.get("retry-after")) > 0);
+        const other = browser();
+        await other.get("/sign-in");
+        assert.equal((await other.post("/sign-in", { email: uniqueEmail() })).status, 303);
+      });
+    });
+
+    describe("browser session", () => {
+      it("sets an HttpOnly, SameSite=Lax cookie and rotates it at every sign-in", async () => {
+        const client = browser();
+        const email = await signIn(client);
+        const first = client.jar.get("agentpass_session");
+        assert.ok(first);
+        const { code } = await askCode(client, email);
+        const response = await client.post("/sign-in/code", { code });
+        const cookie = response.headers
+          .getSetCookie()
+          .find((c) => c.startsWith("agentpass_session="));
+        assert.match(cookie ?? "", /HttpOnly/);
+        assert.match(cookie ?? "", /SameSite=Lax/);
+        assert.doesNotMatch(
+          cookie ?? "",
+          /Secure/,
+          "plain http on localhost cannot hold a Secure cookie",
+        );
+        const second = client.jar.get("agentpass_session");
+        assert.notEqual(second, first);
+        const stale = webClient(identity.app);
+        stale.jar.set("agentpass_session", first ?? "");
+        assert.equal((await stale.get("/keys")).status, 303, "the old session id is dead");
+      });
+
+      it("uses __Host- prefixed Secure cookies when the public URL is https", async () => {
+        const secure = await openTestIdentity(engine, {
+          PUBLIC_URL: "https://agentpass.example",
+          SMTP_URL: mailbox.url,
+        });
+        try {
+          const response = await webClient(secure.app, "https://agentpass.example").get("/sign-in");
+          const cookie = response.headers.getSetCookie()[0] ?? "";
+          assert.match(cookie, /^__Host-agentpass_browser=/);
+          assert.match(cookie, /; Secure/);
+          assert.match(cookie, /; Path=\//);
+        } finally {
+          await secure.close();
+        }
+      });
+
+      it("expires after a day without use", async () => {
+        const client = browser();
+        await signIn(client);
+        identity.advance(23 * 60 * MINUTE);
+        assert.equal((await client.get("/keys")).status, 200);
+        identity.advance(24 * 60 * MINUTE);
+        const response = await client.get("/keys");
+        assert.equal(response.status, 303);
+        assert.equal(response.headers.get("location"), "/sign-in?next=%2Fkeys");
+      });
+
+      it("signs out everywhere", async () => {
+        const laptop = browser();
+        const email = await signIn(laptop);
+        const phone = browser();
+        await signIn(phone, email);
+        assert.equal((await phone.post("/sign-out-everywhere", {})).status, 303);
+        assert.equal((await laptop.get("/keys")).status, 303);
+        assert.equal((await phone.get("/keys")).status, 303);
+      });
+
+      it("sends security headers with every page", async () => {
+        const response = await browser().get("/sign-in");
+        assert.match(
+          response.headers.get("content-security-policy") ?? "",
+          /script-src 'self';.*frame-ancestors 'none'/,
+        );
+        assert.doesNotMatch(response.headers.get("content-security-policy") ?? "", /unsafe-inline/);
+        assert.equal(response.headers.get("x-frame-options"), "DENY");
+        assert.equal(response.headers.get("referrer-policy"), "no-referrer");
+        assert.equal(response.headers.get("x-content-type-options"), "nosniff");
+        assert.equal(response.headers.get("cache-control"), "no-store");
+      });
+    });
+
+    describe("CSRF", () => {
+      it("refuses a form post without this browser's token, or from another site, and changes nothing", async () => {
+        const client = browser();
+        const email = await signIn(client);
+        const account = await identity.ctx.store.findAccountByEmail(email);
+        const forged = [
+          await client.request("/keys", {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body: "name=evil",
+          }),
+          await client.post("/keys", { name: "evil", _csrf: "x".repeat(43) }),
+          await client.post(
+            "/keys",
+            { name: "evil" },
+            { origin: "https://evil.example", host: "localhost" },
+          ),
+          await client.post("/keys", { name: "evil" }, { "sec-fetch-site": "cross-site" }),
+        ];
+        assert.deepEqual(
+          forged.map((r) => r.status),
+          [403, 403, 403, 403],
+        );
+        assert.deepEqual(await identity.ctx.store.listKeys("user_keys", account?.id ?? ""), []);
+      });
+    });
+
+    describe("user keys", () => {
+      it("creates a key shown once, lists it by prefix, and revokes it after a confirmation", async () => {
+        const client = browser();
+        await signIn(client);
+        const key = await createUserKey(client);
+        assert.equal((await identity.mint(key)).status, 201);
+        const list = await client.text("/keys");
+        assert.ok(!list.includes(key), "the list never shows the secret again");
+        assert.match(list, new RegExp(`${key.slice(0, 12)}…`));
+        const keyId = /action="\/keys\/([^/]+)\/revoke"/.exec(list)?.[1];
+        const ask = await client.post(`/keys/${keyId}/revoke`, {});
+        assert.match(await ask.text(), /Revoke this key\?/);
+        assert.equal((await identity.mint(key)).status, 201, "asking is not revoking");
+        await client.post(`/keys/${keyId}/revoke`, { confirm: "yes" });
+        assert.equal((await identity.mint(key)).status, 403);
+      });
+
+      it("refuses an empty or over-long name with 400", async () => {
+        const client = browser();
+        await signIn(client);
+        assert.equal((await client.post("/keys", { name: " " })).status, 400);
+        assert.equal((await client.post("/keys", { name: "x".repeat(101) })).status, 400);
+      });
+    });
+
+    describe("isolation between accounts", () => {
+      it("lets nobody see, revoke or use another account's keys and partners", async () => {
+        const alice = browser();
+        await signIn(alice);
+        const aliceKey = await createUserKey(alice);
+        const keyId = /action="\/keys\/([^/]+)\/revoke"/.exec(await alice.text("/keys"))?.[1];
+        const partner = await createPartnerWithKey(alice);
+        const partnerKeyId = /action="\/partners\/[^/]+\/keys\/([^/]+)\/revoke"/.exec(
+          await alice.text(partner.path),
+        )?.[1];
+
+        const mallory = browser();
+        await signIn(mallory);
+        const attempts = [
+          await mallory.post(`/keys/${keyId}/revoke`, { confirm: "yes" }),
+          await mallory.get(partner.path),
+          await mallory.post(partner.path, { name: "Taken over", listed: "yes" }),
+          await mallory.post(`${partner.path}/keys`, { name: "mine" }),
+          await mallory.post(`${partner.path}/keys/${partnerKeyId}/revoke`, { confirm: "yes" }),
+        ];
+        assert.deepEqual(
+          attempts.map((r) => r.status),
+          [404, 404, 404, 404, 404],
+        );
+        assert.equal((await identity.mint(aliceKey)).status, 201);
+        const token = await identity.token(aliceKey);
+        assert.equal(
+          (await identity.verify(`Bearer ${partner.key}`, JSON.stringify({ sessionToken: token })))
+            .status,
+          200,
+        );
+        assert.equal((await identity.ctx.store.findPartner(partner.id))?.name, "Weather API");
+      });
+    });
+
+    describe("partners", () => {
+      it("counts verifications in the partner's usage and the person's activity, and a revoked partner key gets 403", async () => {
+        const owner = browser();
+        await signIn(owner);
+        const partner = await createPartnerWithKey(owner, { website: "https://weather.example" });
+        const person = browser();
+        await signIn(person);
+        const userKey = await createUserKey(person);
+        const token = await identity.token(userKey);
+        const verify = (sessionToken: string) =>
+          identity.verify(`Bearer ${partner.key}`, JSON.stringify({ sessionToken }));
+        assert.equal((await verify(token)).status, 200);
+        assert.equal((await verify(token)).status, 200);
+        assert.equal((await verify("aps_forged")).status, 401);
+
+        const page = await owner.text(partner.path);
+        assert.match(page, /<tr data-outcome="success"><td>Verified<\/td><td>2<\/td>/);
+        assert.match(
+          page,
+          /<tr data-outcome="invalid_token"><td>Invalid or expired token<\/td><td>1<\/td>/,
+        );
+        assert.match(page, /<svg class="chart"/);
+        const activity = await person.text("/activity");
+        assert.match(activity, /Weather API/);
+        assert.match(activity, /<td>2<\/td>/);
+
+        const keyId = /action="\/partners\/[^/]+\/keys\/([^/]+)\/revoke"/.exec(page)?.[1];
+        await owner.post(`${partner.path}/keys/${keyId}/revoke`, { confirm: "yes" });
+        const revoked = await verify(token);
+        assert.equal(revoked.status, 403);
+        assert.deepEqual(await revoked.json(), { error: "Partner key has been revoked" });
+        assert.match(
+          await owner.text(partner.path),
+          /<tr data-outcome="revoked_partner_key"><td>Revoked partner key<\/td><td>1<\/td>/,
+        );
+      });
+
+      it("refuses a website that is not http(s) and an empty name, with 400", async () => {
+        const client = browser();
+        await signIn(client);
+        const bad = await client.post("/partners", { name: "X", website: "javascript:alert(1)" });
+        assert.equal(bad.status, 400);
+        assert.match(await bad.text(), /Website must be an http\(s\) URL/);
+        assert.equal((await client.post("/partners", { name: "" })).status, 400);
+      });
+
+      it("escapes what partners write", async () => {
+        const client = browser();
+        await signIn(client);
+        const created = await client.post("/partners", {
+          name: "<script>alert(1)</script>",
+          listed: "yes",
+        });
+        const page = await client.text(created.headers.get("location") ?? "");
+        assert.ok(!page.includes("<script>alert(1)"));
+        assert.match(page, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+      });
+    });
+
+    describe("directory", () => {
+      it("lists listed partners only, as a page and as JSON", async () => {
+        const client = browser();
+        await signIn(client);
+        const listed = await createPartnerWithKey(client, {
+          name: "Listed Notes",
+          description: "Notes for agents",
+          website: "https://notes.example",
+          listed: "yes",
+        });
+        const hidden = await createPartnerWithKey(client, { name: "Hidden Internal" });
+        const response = await identity.app.request("/api/partners");
+        assert.equal(response.status, 200);
+        const { partners } = (await response.json()) as { partners: { id: string }[] };
+        assert.deepEqual(
+          partners.find((p) => p.id === listed.id),
+          {
+            id: listed.id,
+            name: "Listed Notes",
+            description: "Notes for agents",
+            website: "https://notes.example",
+          },
+        );
+        assert.equal(
+          partners.find((p) => p.id === hidden.id),
+          undefined,
+        );
+        const page = await browser().text("/directory");
+        assert.match(page, /Listed Notes/);
+        assert.doesNotMatch(page, /Hidden Internal/);
+      });
+    });
+
+    describe("account deletion", () => {
+      it("asks first, then deletes the account with every key: nothing mints or verifies again", async () => {
+        const client = browser();
+        const email = await signIn(client);
+        const userKey = await createUserKey(client);
+        const partner = await createPartnerWithKey(client);
+        const token = await identity.token(userKey);
+        assert.match(
+          await (await client.post("/account/delete", {})).text(),
+          /Delete your account\?/,
+        );
+        assert.ok(await identity.ctx.store.findAccountByEmail(email));
+        const done = await client.post("/account/delete", { confirm: "yes" });
+        assert.equal(done.status, 200);
+        assert.equal(await identity.ctx.store.findAccountByEmail(email), undefined);
+        assert.equal((await identity.mint(userKey)).status, 401);
+        const verified = await identity.verify(
+          `Bearer ${partner.key}`,
+          JSON.stringify({ sessionToken: token }),
+        );
+        assert.equal(verified.status, 401);
+        assert.equal((await client.get("/keys")).status, 303);
+      });
+    });
+
+    describe("device login (RFC 8628)", () => {
+      const api = (path: string, body: unknown) =>
+        identity.app.request(path, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      const poll = async (deviceCode: string) => {
+        const response = await api("/api/device/token", {
+          grant_type: "urn:ietf:params:oauth:grant-type:device_code",
+          device_code: deviceCode,
+        });
+        return { status: response.status, body: (await response.json()) as Record<string, string> };
+      };
+
+      it("hands a new user key, named after the device, to the CLI once the person approves", async () => {
+        const started = await api("/api/device/code", { client_name: "ada-laptop" });
+        assert.equal(started.status, 200);
+        const code = (await started.json()) as Record<string, string | number>;
+        assert.match(String(code.user_code), /^[B-Z]{4}-[B-Z]{4}$/);
+        assert.equal(code.interval, 5);
+        assert.equal(code.expires_in, 600);
+        const deviceCode = String(code.device_code);
+
+        assert.equal((await poll(deviceCode)).body.error, "authorization_pending");
+        assert.equal((await poll(deviceCode)).body.error, "slow_down");
+
+        const person = browser();
+        await person.get("/sign-in");
+        const redirect = await person.get(`/device?code=${code.user_code}`);
+        assert.equal(redirect.status, 303, "signing in comes first");
+        assert.equal(
+          redirect.headers.get("location"),
+          `/sign-in?next=${encodeURIComponent(`/device?code=${code.user_code}`)}`,
+        );
+        await signIn(person);
+        const page = await person.text(
+          `/device?code=${String(code.user_code).toLowerCase().replace("-", " ")}`,
+        );
+        assert.match(page, /ada-laptop/);
+        await person.post("/device", { code: String(code.user_code), decision: "approve" });
+
+        identity.advance(5000);
+        const granted = await poll(deviceCode);
+        assert.equal(granted.status, 200);
+        assert.match(granted.body.user_key ?? "", /^apu_/);
+        assert.equal((await identity.mint(granted.body.user_key ?? "")).status, 201);
+        assert.match(await person.text("/keys"), /ada-laptop/);
+        identity.advance(5000);
+        assert.equal(
+          (await poll(deviceCode)).body.error,
+          "invalid_grant",
+          "the key is handed over once",
+        );
+      });
+
+      it("answers access_denied when the person denies, and expired_token after 10 minutes", async () => {
+        const person = browser();
+        await signIn(person);
+        const denied = (await (await api("/api/device/code", {})).json()) as Record<string, string>;
+        await person.post("/device", { code: denied.user_code ?? "", decision: "deny" });
+        assert.deepEqual((await poll(denied.device_code ?? "")).body.error, "access_denied");
+
+        const expired = (await (await api("/api/device/code", {})).json()) as Record<
+          string,
+          string
+        >;
+        identity.advance(10 * MINUTE);
+        assert.equal((await poll(expired.device_code ?? "")).body.error, "expired_token");
+        const late = await person.post("/device", {
+          code: expired.user_code ?? "",
+          decision: "approve",
+        });
+        assert.equal(late.status, 400);
+      });
+
+      it("answers bad requests with 400 JSON errors", async () => {
+        for (const body of ["[", "[]", '{"device_code":5}', '{"client_name":5}']) {
+          for (const path of ["/api/device/token", "/api/device/code"]) {
+            const response = await identity.app.request(path, { method: "POST", body });
+            if (path === "/api/device/code" && body === '{"device_code":5}') continue; // extra fields are ignored
+            assert.equal(response.status, 400, `${path} ${body}`);
+            assert.equal(typeof ((await response.json()) as { error: unknown }).error, "string");
+          }
+        }
+        assert.equal((await poll("unknown")).body.error, "invalid_grant");
+      });
+    });
+  });
+}
