@@ -5,6 +5,7 @@ import { startServer } from "@agentpass/http";
 import { createAccount, findAccountByEmail } from "./accounts.ts";
 import { loadConfig } from "./config.ts";
 import { issueKey, revokeKey } from "./credentials.ts";
+import { decideDeviceLogin } from "./device-login.ts";
 import { createPartner } from "./partners.ts";
 import { openIdentityService } from "./service.ts";
 
@@ -75,6 +76,11 @@ export async function startTestIdentityService(
     },
     async revokePartnerKey(id: string) {
       await revokeKey(ctx, "partner", id);
+    },
+    /** Approves (or denies) a pending `agentpass login` as `email` would in the browser. */
+    async decideDeviceLogin(userCode: string, email: string, approve = true) {
+      const account = await accountFor(email);
+      return decideDeviceLogin(ctx, userCode, account.id, approve);
     },
     async close() {
       await server.close();

@@ -13,7 +13,7 @@ const HELP: Record<string, string> = {
 Usage: agentpass <command> [options]
 
 Commands:
-  login     save your user key (asked for, or read from stdin with --with-key)
+  login     log in through the browser, or save a user key with --with-key
   token     print a session token for the x-session-token header
   status    show the server, your key's prefix, and whether it works
   logout    forget the saved key and tokens
@@ -24,12 +24,16 @@ Options for every command:
   --version     print the version
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 not logged in, 4 key rejected, 5 server unreachable.`,
-  login: `agentpass login [--with-key] [--url <url>]
+  login: `agentpass login [--with-key] [--no-browser] [--url <url>]
 
-Saves your user key (apu_…) for the server, after checking that it works.
-Without --with-key, asks for it on the terminal (hidden). With --with-key, reads it from stdin:
+Without --with-key: shows a code and a URL and opens your browser; sign in there and approve,
+and a new user key for this machine is saved (RFC 8628 device login).
+  --no-browser  only print the URL, do not try to open a browser
+With --with-key: saves a user key (apu_…) you already have, read from stdin, or asked for on
+the terminal (hidden):
   agentpass login --with-key < key.txt
-The key is never accepted as an argument, so it never shows in process lists.`,
+Either way the key is checked with a test mint before it is saved, and it is never accepted as
+an argument, so it never shows in process lists.`,
   token: `agentpass token [--fresh] [--audience <partner id>] [--json] [--url <url>]
 
 Prints a session token alone on stdout:
@@ -49,6 +53,7 @@ Deletes the saved key and cached tokens for the server.`,
 const options = {
   url: { type: "string" },
   "with-key": { type: "boolean" },
+  "no-browser": { type: "boolean" },
   fresh: { type: "boolean" },
   audience: { type: "string" },
   json: { type: "boolean" },
@@ -78,12 +83,16 @@ async function main(argv: string[]): Promise<void> {
     url: serverUrl(values.url ?? process.env.AGENTPASS_URL ?? DEFAULT_URL),
     profiles: openProfiles(),
     out: (line) => console.log(line),
+    tell: (line) => console.error(line),
     minTtlSeconds: Number(process.env.AGENTPASS_TOKEN_MIN_TTL_SECONDS ?? 60),
     now: Date.now,
   };
   switch (command) {
     case "login":
-      return commands.login(ctx, { withKey: values["with-key"] ?? false });
+      return commands.login(ctx, {
+        withKey: values["with-key"] ?? false,
+        openBrowser: !(values["no-browser"] ?? process.env.AGENTPASS_NO_BROWSER === "1"),
+      });
     case "token":
       return commands.token(ctx, {
         fresh: values.fresh ?? false,

@@ -1,3 +1,4 @@
+import { loginWithBrowser } from "./device-login.ts";
 import { CliError, EXIT } from "./exit-codes.ts";
 import { looksLikeUserKey, mintSessionToken } from "./mint.ts";
 import type { Profiles } from "./profiles.ts";
@@ -7,17 +8,34 @@ export interface CommandContext {
   url: string;
   profiles: Profiles;
   out: (line: string) => void;
+  /** Messages for the person at the terminal (stderr), never parsed by scripts. */
+  tell: (line: string) => void;
   /** Seconds a cached token must still have to be reused. */
   minTtlSeconds: number;
   now: () => number;
 }
 
-/** Saves a user key for `url`, once its shape and a test mint say it works. */
-export async function login(ctx: CommandContext, options: { withKey: boolean }): Promise<void> {
+/**
+ * Saves a user key for `url`, once its shape and a test mint say it works. Without
+ * `--with-key` the key comes from the browser (device login); with it, from stdin, or from a
+ * hidden prompt on a terminal.
+ */
+export async function login(
+  ctx: CommandContext,
+  options: { withKey: boolean; openBrowser: boolean },
+): Promise<void> {
   let key: string;
-  if (options.withKey) key = await readStdin();
-  else if (process.stdin.isTTY) key = await promptHidden("Paste your AgentPass user key (apu_…): ");
-  else throw new CliError(EXIT.USAGE, "No terminal to ask on: pipe the key in with --with-key");
+  if (!options.withKey) {
+    key = await loginWithBrowser({
+      url: ctx.url,
+      tell: ctx.tell,
+      openBrowser: options.openBrowser,
+    });
+  } else if (process.stdin.isTTY) {
+    key = await promptHidden("Paste your AgentPass user key (apu_…): ");
+  } else {
+    key = await readStdin();
+  }
   if (!key) throw new CliError(EXIT.USAGE, "No key given");
   if (!looksLikeUserKey(key)) {
     throw new CliError(

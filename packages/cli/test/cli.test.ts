@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -165,6 +165,58 @@ describe("agentpass CLI against a real identity service", () => {
     assert.doesNotMatch(readFileSync(configFile("credentials.json"), "utf8"), /apu_/);
     assert.doesNotMatch(readFileSync(configFile("tokens.json"), "utf8"), /aps_/);
     assert.equal((await run(["token"])).code, 3);
+  });
+
+  describe("login through the browser (device login)", () => {
+    /** Starts `agentpass login --no-browser` and resolves with the code it shows, and its end. */
+    function startBrowserLogin() {
+      const child = spawn(process.execPath, [BIN, "login", "--no-browser"], {
+        env: {
+          PATH: process.env.PATH,
+          HOME: home,
+          XDG_CONFIG_HOME: join(home, ".config"),
+          AGENTPASS_URL: identity.url,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (chunk) => {
+        stdout += chunk;
+      });
+      const code = new Promise<string>((resolve) => {
+        child.stderr.on("data", (chunk) => {
+          stderr += chunk;
+          const shown = /enter the code ([A-Z]{4}-[A-Z]{4})/.exec(stderr)?.[1];
+          if (shown) resolve(shown);
+        });
+      });
+      const exit = new Promise<Run>((resolve) =>
+        child.on("exit", (status) => resolve({ code: status ?? 1, stdout, stderr })),
+      );
+      return { code, exit };
+    }
+
+    it("saves a new key named after the machine once the person approves", async () => {
+      const login = startBrowserLogin();
+      const userCode = await login.code;
+      assert.equal(await identity.decideDeviceLogin(userCode, "Device.Owner@example.com"), true);
+      const result = await login.exit;
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /Logged in to http:\/\/127\.0\.0\.1:\d+ with key apu_/);
+      assert.match(result.stderr, /open http:\/\/.*\/device and enter the code/);
+      assert.equal((await run(["token"])).code, 0);
+      assert.equal(statSync(configFile("credentials.json")).mode & 0o777, 0o600);
+    });
+
+    it("fails with a clear line when the person denies", async () => {
+      const login = startBrowserLogin();
+      await identity.decideDeviceLogin(await login.code, "Device.Owner@example.com", false);
+      const result = await login.exit;
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, /agentpass: The login was denied in the browser/);
+      assert.equal((await run(["token"])).code, 3, "nothing was saved");
+    });
   });
 
   it("answers --help for every command and exits 2 on usage errors", async () => {
