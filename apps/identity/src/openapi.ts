@@ -1,4 +1,11 @@
 import { type ZodType, z } from "zod";
+import {
+  DeviceCodeRequest,
+  DeviceCodeResponse,
+  DeviceTokenRequest,
+  DeviceTokenResponse,
+} from "./routes/device.ts";
+import { DirectoryResponse } from "./routes/directory.ts";
 import { MintRequest, MintResponse } from "./routes/session-tokens.ts";
 import { VerifyRequest, VerifyResponse } from "./routes/verify.ts";
 
@@ -75,6 +82,69 @@ export function buildOpenApiDocument(publicUrl: string) {
             "401": json("Missing or invalid user key | Missing user key | Invalid user key"),
             "403": json("User key has been revoked"),
             "413": json("Request body too large"),
+          },
+        },
+      },
+      "/api/partners": {
+        get: {
+          operationId: "listPartners",
+          summary: "The public partner directory: partners that chose to be listed",
+          security: [],
+          responses: { "200": json("Listed partners, by name", DirectoryResponse) },
+        },
+      },
+      "/api/device/code": {
+        post: {
+          operationId: "startDeviceLogin",
+          summary: "Start a browser login for a CLI (RFC 8628 device authorization request)",
+          security: [],
+          requestBody: {
+            required: false,
+            content: {
+              "application/json": { schema: schema(DeviceCodeRequest) },
+              "application/x-www-form-urlencoded": { schema: schema(DeviceCodeRequest) },
+            },
+          },
+          responses: {
+            "200": json(
+              "Show user_code and verification_uri to the person; poll with device_code",
+              DeviceCodeResponse,
+            ),
+            "400": json("Invalid request body"),
+            "429": json("Too many requests (Retry-After says when to come back)"),
+          },
+        },
+      },
+      "/api/device/token": {
+        post: {
+          operationId: "pollDeviceLogin",
+          summary:
+            "Poll a browser login; once approved, answers a new user key once (RFC 8628 section 3.4)",
+          security: [],
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": { schema: schema(DeviceTokenRequest) },
+              "application/x-www-form-urlencoded": { schema: schema(DeviceTokenRequest) },
+            },
+          },
+          responses: {
+            "200": json("Approved: the new user key", DeviceTokenResponse),
+            "400": {
+              description:
+                "error is authorization_pending | slow_down | access_denied | expired_token | invalid_grant | invalid_request, with error_description",
+              content: {
+                "application/json": {
+                  schema: {
+                    type: "object",
+                    properties: {
+                      error: { type: "string" },
+                      error_description: { type: "string" },
+                    },
+                  },
+                },
+              },
+            },
           },
         },
       },

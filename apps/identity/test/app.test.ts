@@ -24,6 +24,9 @@ describe("health, documentation and unknown routes", () => {
       };
       assert.equal(document.openapi, "3.1.0");
       assert.deepEqual(Object.keys(document.paths).sort(), [
+        "/api/device/code",
+        "/api/device/token",
+        "/api/partners",
         "/api/session-tokens",
         "/api/verify",
         "/healthz",

@@ -228,7 +228,7 @@ for (const engine of testEngines()) {
         );
         assert.doesNotMatch(response.headers.get("content-security-policy") ?? "", /unsafe-inline/);
         assert.equal(response.headers.get("x-frame-options"), "DENY");
-        assert.equal(response.headers.get("referrer-policy"), "no-referrer");
+        assert.equal(response.headers.get("referrer-policy"), "same-origin");
         assert.equal(response.headers.get("x-content-type-options"), "nosniff");
         assert.equal(response.headers.get("cache-control"), "no-store");
       });

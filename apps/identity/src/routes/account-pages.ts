@@ -15,6 +15,7 @@ export function accountPages(ctx: IdentityContext, guard: WebGuard, publicUrl: s
     status: 200 | 400 = 200,
   ) {
     const session = web.session;
+    await ctx.keyUsage.flush();
     const keys = await listKeys(ctx, "user", session.accountId);
     return c.html(
       renderPage({

@@ -71,7 +71,8 @@ ${
     notice?: Notice,
     status: 200 | 400 = 200,
   ) {
-    await ctx.usage.flush();
+    // This instance's pending counts first, so a page shows what just happened here.
+    await Promise.all([ctx.usage.flush(), ctx.keyUsage.flush()]);
     const days = lastDays(ctx.clock(), 30);
     const [keys, usage] = await Promise.all([
       listKeys(ctx, "partner", partner.id),

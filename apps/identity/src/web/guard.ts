@@ -50,7 +50,8 @@ export function createWebGuard(ctx: IdentityContext, options: { secure: boolean 
       "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     );
     c.header("X-Frame-Options", "DENY");
-    c.header("Referrer-Policy", "no-referrer");
+    // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on form posts.
+    c.header("Referrer-Policy", "same-origin");
     c.header("Cache-Control", "no-store");
     c.header("Cross-Origin-Opener-Policy", "same-origin");
   }
@@ -68,7 +69,7 @@ export function createWebGuard(ctx: IdentityContext, options: { secure: boolean 
     const site = readHeader(c, "sec-fetch-site");
     if (site !== undefined && site !== "same-origin" && site !== "none") return true;
     const origin = readHeader(c, "origin");
-    if (origin === undefined) return false;
+    if (origin === undefined || origin === "null") return false; // the token still decides
     return URL.parse(origin)?.host !== readHeader(c, "host");
   }
 

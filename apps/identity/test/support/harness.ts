@@ -11,7 +11,11 @@ export const START = Date.UTC(2026, 10, 23, 12, 0, 0);
  * A fresh identity service on `engine` (its own database), with a clock the test moves, and
  * factories that seed accounts, keys and partners through the domain functions.
  */
-export async function openTestIdentity(engine: Engine, env: Record<string, string> = {}) {
+export async function openTestIdentity(
+  engine: Engine,
+  env: Record<string, string> = {},
+  options: { realClock?: boolean } = {},
+) {
   const database = await createTestDatabase(engine);
   const loaded = loadConfig({
     DATA_DIR: database.dataDir,
@@ -21,7 +25,9 @@ export async function openTestIdentity(engine: Engine, env: Record<string, strin
   });
   if (!loaded.ok) throw new Error(loaded.error);
   let now = START;
-  const service = await openIdentityService(loaded.config, { clock: () => now });
+  const service = await openIdentityService(loaded.config, {
+    clock: options.realClock ? Date.now : () => now,
+  });
   const { ctx, app } = service;
 
   const identity = {
