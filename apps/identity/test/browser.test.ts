@@ -88,6 +88,10 @@ describe(`the dashboard in Chromium (${engine})`, () => {
       { app: identity.app, close: async () => {} },
       { port: 0, host: "127.0.0.1" },
     );
+    assert.ok(
+      existsSync(CHROMIUM),
+      `No Chromium at ${CHROMIUM}: install Debian's (apt-get install -y chromium) or set CHROMIUM_PATH`,
+    );
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
