@@ -215,6 +215,22 @@ for (const engine of testEngines()) {
         assert.equal((await list(reader, "?limit=1")).notes.length, 1);
       });
 
+      it("keeps the total right through creates and deletes, past the last page and with filters", async () => {
+        const person = await notes.person();
+        const ids: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          const created = await person.call("POST", "/api/notes", { title: `kept ${i}` });
+          ids.push(((await created.json()) as { note: { id: string } }).note.id);
+        }
+        await person.call("DELETE", `/api/notes/${ids[0]}`);
+        await person.call("DELETE", `/api/notes/${ids[0]}`); // a second delete changes nothing
+        assert.equal((await list(person)).total, 4);
+        assert.equal((await list(person, "?offset=50")).total, 4, "past the last page");
+        assert.equal((await list(person, "?search=kept&offset=50")).total, 4, "searched, past the last page");
+        assert.equal((await list(person, "?search=kept 3")).total, 1);
+        assert.equal((await list(reader)).total, 4, "another person's count is untouched");
+      });
+
       it("defaults to 100 notes a page", async () => {
         const many = await notes.person();
         for (let i = 0; i < 101; i++) await create(many, { title: `n${i}` });

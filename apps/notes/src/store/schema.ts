@@ -1,6 +1,7 @@
+import type { Generated } from "kysely";
 /** Table shapes as Kysely sees them. Every row is keyed by its user first (DESIGN.md §8). */
 export interface NotesDatabase {
-  users: { id: string; email: string; created_at: number };
+  users: { id: string; email: string; created_at: number; note_count: Generated<number> };
   notes: {
     id: string;
     user_id: string;

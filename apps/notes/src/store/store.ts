@@ -104,16 +104,35 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
       }
       const condition = searchCondition(engine, searchTerms(query.search));
       if (condition) filtered = filtered.where(condition);
-      const [rows, count] = await Promise.all([
-        filtered
+      const page = (select: typeof filtered) =>
+        select.orderBy("updated_at", "desc").orderBy("id").limit(query.limit).offset(query.offset);
+      let rows: (Pick<NotesDatabase["notes"], (typeof NOTE_COLUMNS)[number]> & {
+        total?: unknown;
+      })[];
+      let total: number;
+      if (!query.tagId && !condition) {
+        // The user's counter (kept by triggers) instead of counting every note.
+        const [found, user] = await Promise.all([
+          page(filtered).select(NOTE_COLUMNS).execute(),
+          db.selectFrom("users").select("note_count").where("id", "=", userId).executeTakeFirst(),
+        ]);
+        rows = found;
+        total = Number(user?.note_count ?? 0);
+      } else {
+        // One pass over the matches gives the page and their count (a window function), where
+        // a separate COUNT would search the index a second time.
+        rows = await page(filtered)
           .select(NOTE_COLUMNS)
-          .orderBy("updated_at", "desc")
-          .orderBy("id")
-          .limit(query.limit)
-          .offset(query.offset)
-          .execute(),
-        filtered.select((eb) => eb.fn.countAll<number>().as("total")).executeTakeFirstOrThrow(),
-      ]);
+          .select((eb) => eb.fn.countAll().over().as("total"))
+          .execute();
+        total =
+          rows.length > 0 || query.offset === 0
+            ? Number(rows[0]?.total ?? 0)
+            : Number(
+                (await filtered.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow())
+                  .n,
+              );
+      }
       const tags = await tagsOfNotes(
         db,
         userId,
@@ -121,7 +140,7 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
       );
       return {
         notes: rows.map((row) => toNote(row, tags.get(row.id) ?? [])),
-        total: Number(count.total),
+        total,
       };
     },
 

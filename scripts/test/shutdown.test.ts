@@ -1,0 +1,147 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { type AddressInfo, connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** Starts a service's `serve` and resolves with the process and the URL its log announces. */
+function serve(bin: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, [bin, "serve"], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const url = new Promise<string>((resolve, reject) => {
+    child.stdout?.on("data", (chunk) => {
+      output += chunk;
+      const found = /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
+      if (found) resolve(found);
+    });
+    child.once("exit", (code) => reject(new Error(`exited ${code} before listening: ${output}`)));
+  });
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
+    child.once("exit", (code) => resolve({ code, at: Date.now() })),
+  );
+  return { child, url, exited };
+}
+
+/** Sends a request whose body is still missing `missing` bytes: the server is mid-request. */
+function startSlowRequest(url: string, head: string, body: string, missing: number) {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let answer = "";
+  socket.on("data", (chunk) => {
+    answer += chunk;
+  });
+  const closed = new Promise<string>((resolve) => socket.on("close", () => resolve(answer)));
+  socket.write(`${head}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`);
+  socket.write(body.slice(0, body.length - missing));
+  // The rest is written, not ended: a client that half-closes is a different story.
+  return { finish: () => missing > 0 && socket.write(body.slice(body.length - missing)), closed };
+}
+
+function canConnect(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket: Socket = connect(Number(port), hostname);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** SIGTERM in the middle of a request: it is answered whole, new ones are refused, exit 0. */
+async function checkGracefulStop(
+  service: ReturnType<typeof serve>,
+  slow: ReturnType<typeof startSlowRequest>,
+  expectedStatus: RegExp,
+) {
+  const url = await service.url;
+  await pause(300); // the request is in the handler, waiting for the rest of its body
+  const idle = await fetch(`${url}/healthz`); // and a keep-alive connection sits idle
+  assert.equal(idle.status, 200);
+  const signalledAt = Date.now();
+  service.child.kill("SIGTERM");
+  await pause(300);
+  assert.equal(await canConnect(url), false, "no new connection is accepted after SIGTERM");
+  slow.finish();
+  const answer = await slow.closed;
+  assert.match(
+    answer,
+    expectedStatus,
+    `the in-flight request gets its whole answer, not: ${JSON.stringify(answer)}`,
+  );
+  assert.match(answer, /\{"error":"[^"]+"\}|\{"email"/);
+  const { code, at } = await service.exited;
+  assert.equal(code, 0);
+  assert.ok(at - signalledAt < 10_000, "exits within 10 s");
+}
+
+describe("graceful shutdown on SIGTERM", () => {
+  const dirs: string[] = [];
+  const tempDir = () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentpass-shutdown-"));
+    dirs.push(dir);
+    return dir;
+  };
+  after(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("identity service: finishes the verify in flight, refuses new connections, exits 0", async () => {
+    const service = serve("apps/identity/src/bin.ts", { DATA_DIR: tempDir() });
+    const url = await service.url;
+    const slow = startSlowRequest(
+      url,
+      `POST /api/verify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer apk_${"a".repeat(38)}\r\nContent-Type: application/json\r\n`,
+      JSON.stringify({ sessionToken: "aps_whatever" }),
+      5,
+    );
+    await checkGracefulStop(service, slow, /^HTTP\/1\.1 401 /);
+  });
+
+  describe("notes API", () => {
+    let slowIdentity: Server;
+    let identityUrl = "";
+    before(async () => {
+      // An identity service that takes a second to answer: the notes request is in flight
+      // (waiting on AgentPass) when the signal comes.
+      slowIdentity = createServer((_request, response) => {
+        setTimeout(() => {
+          response.writeHead(401, { "content-type": "application/json" });
+          response.end('{"error":"Invalid or expired session token"}');
+        }, 1000);
+      });
+      await new Promise<void>((resolve) => slowIdentity.listen(0, "127.0.0.1", resolve));
+      identityUrl = `http://127.0.0.1:${(slowIdentity.address() as AddressInfo).port}`;
+    });
+    after(() => new Promise<void>((resolve) => slowIdentity.close(() => resolve())));
+
+    it("finishes the request in flight, refuses new connections, exits 0", async () => {
+      const service = serve("apps/notes/src/bin.ts", {
+        DATA_DIR: tempDir(),
+        AGENTPASS_URL: identityUrl,
+        AGENTPASS_PARTNER_KEY: `apk_${"b".repeat(38)}`,
+      });
+      const url = await service.url;
+      const slow = startSlowRequest(
+        url,
+        `GET /api/notes HTTP/1.1\r\nHost: x\r\nx-session-token: aps_whatever\r\n`,
+        "",
+        0,
+      );
+      await checkGracefulStop(service, slow, /^HTTP\/1\.1 401 /);
+    });
+  });
+});
