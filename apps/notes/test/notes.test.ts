@@ -226,7 +226,11 @@ for (const engine of testEngines()) {
         await person.call("DELETE", `/api/notes/${ids[0]}`); // a second delete changes nothing
         assert.equal((await list(person)).total, 4);
         assert.equal((await list(person, "?offset=50")).total, 4, "past the last page");
-        assert.equal((await list(person, "?search=kept&offset=50")).total, 4, "searched, past the last page");
+        assert.equal(
+          (await list(person, "?search=kept&offset=50")).total,
+          4,
+          "searched, past the last page",
+        );
         assert.equal((await list(person, "?search=kept 3")).total, 1);
         assert.equal((await list(reader)).total, 4, "another person's count is untouched");
       });
