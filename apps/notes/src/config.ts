@@ -11,6 +11,8 @@ const ConfigSchema = z.object({
     .optional(),
   AGENTPASS_URL: z.url().default("http://localhost:4000"),
   AGENTPASS_PARTNER_KEY: z.string().min(1).optional(),
+  /** How long a verification may take before the call is answered 503. */
+  AGENTPASS_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(2000),
   PUBLIC_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -22,6 +24,7 @@ export interface NotesConfig {
   databaseUrl: string | undefined;
   agentpassUrl: string;
   partnerKey: string | undefined;
+  agentpassTimeoutMs: number;
   publicUrl: string;
   logLevel: z.infer<typeof ConfigSchema>["LOG_LEVEL"];
 }
@@ -49,6 +52,7 @@ export function loadNotesConfig(
       databaseUrl: v.DATABASE_URL,
       agentpassUrl: v.AGENTPASS_URL.replace(/\/+$/, ""),
       partnerKey: v.AGENTPASS_PARTNER_KEY,
+      agentpassTimeoutMs: v.AGENTPASS_TIMEOUT_MS,
       publicUrl: (v.PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/+$/, ""),
       logLevel: v.LOG_LEVEL,
     },

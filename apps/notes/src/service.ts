@@ -44,6 +44,7 @@ export async function openNotesService(
         createVerifier({
           partnerKey: config.partnerKey ?? "",
           apiUrl: config.agentpassUrl,
+          timeoutMs: config.agentpassTimeoutMs,
           cacheTtlMs: VERIFY_CACHE_MS,
         }),
     };
