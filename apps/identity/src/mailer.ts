@@ -29,7 +29,13 @@ export function createMailer(smtpUrl: string | undefined, from: string, logger: 
   const transport = nodemailer.createTransport(smtpUrl);
   return {
     async send(mail) {
-      await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
+      try {
+        await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
+      } catch (error) {
+        // The mail's text holds a sign-in code: only the failure is logged.
+        logger.warn({ err: error }, "could not send mail");
+        throw error;
+      }
     },
   };
 }

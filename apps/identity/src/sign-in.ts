@@ -19,7 +19,8 @@ export interface SignInDeps {
 export type RequestCodeResult =
   | { ok: true }
   | { ok: false; code: "INVALID_EMAIL"; reason: string }
-  | { ok: false; code: "RATE_LIMITED"; retryAfterSeconds: number };
+  | { ok: false; code: "RATE_LIMITED"; retryAfterSeconds: number }
+  | { ok: false; code: "MAIL_FAILED" };
 
 /**
  * Mails a 6-digit code and a one-click link for `email`, redeemable only by the browser that
@@ -55,11 +56,15 @@ export async function requestSignInCode(
     expires_at: now + CODE_LIFETIME_MS,
     used_at: null,
   });
-  await deps.mailer.send({
-    to: canonical.email,
-    subject: `Your AgentPass sign-in code: ${code}`,
-    text: `Your AgentPass sign-in code is ${code}. It works for 10 minutes, in the browser where you asked for it.\n\nOr open this link in that browser: ${deps.publicUrl}/sign-in/link#${link}\n\nIf you did not ask for it, ignore this mail.`,
-  });
+  try {
+    await deps.mailer.send({
+      to: canonical.email,
+      subject: `Your AgentPass sign-in code: ${code}`,
+      text: `Your AgentPass sign-in code is ${code}. It works for 10 minutes, in the browser where you asked for it.\n\nOr open this link in that browser: ${deps.publicUrl}/sign-in/link#${link}\n\nIf you did not ask for it, ignore this mail.`,
+    });
+  } catch {
+    return { ok: false, code: "MAIL_FAILED" };
+  }
   return { ok: true };
 }
 

@@ -131,6 +131,41 @@ for (const engine of testEngines()) {
         assert.equal((await client.get("/keys")).status, 200);
       });
 
+      it("answers 503 with Retry-After when the mail cannot be sent", async () => {
+        const broken = await openTestIdentity(engine, { SMTP_URL: "smtp://127.0.0.1:9" });
+        try {
+          const client = webClient(broken.app);
+          await client.get("/sign-in");
+          const response = await client.post("/sign-in", { email: uniqueEmail() });
+          assert.equal(response.status, 503);
+          assert.equal(response.headers.get("retry-after"), "60");
+          assert.match(await response.text(), /could not send the mail/);
+        } finally {
+          await broken.close();
+        }
+      });
+
+      it("goes back only to a path of this site after sign-in", async () => {
+        for (const next of [
+          "//evil.example/x",
+          "/\\evil.example",
+          "https://evil.example",
+          "/\t/evil.example",
+          "/caf\u00e9",
+          "/device?code=BCDF-GHJK",
+        ]) {
+          const client = browser();
+          const { code } = await askCode(client, uniqueEmail());
+          const response = await client.post("/sign-in/code", { code, next });
+          assert.equal(response.status, 303);
+          assert.equal(
+            response.headers.get("location"),
+            next.startsWith("/device") ? next : "/keys",
+            next,
+          );
+        }
+      });
+
       it("refuses an invalid address with 400 and a message", async () => {
         const client = browser();
         await client.get("/sign-in");

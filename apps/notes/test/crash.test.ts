@@ -63,7 +63,7 @@ for (const engine of testEngines()) {
       return ((await response.json()) as { sessionToken: string }).sessionToken;
     }
 
-    it(`loses no acknowledged write or delete over ${ROUNDS} rounds of kill -9`, async () => {
+    it(`loses no acknowledged write or delete over ${ROUNDS} rounds of kill -9`, async (t) => {
       const created = new Set<string>();
       const deleted = new Set<string>();
       // A delete cut off by the kill may or may not have happened: such notes are not judged.
@@ -132,6 +132,9 @@ for (const engine of testEngines()) {
         const counted = await total("");
         assert.equal(counted, await total("&search=round"));
         assert.ok(counted >= created.size - deleteTried.size, "every acknowledged note is counted");
+        t.diagnostic(
+          `${ROUNDS} kills, ${attempts} requests, ${created.size} acknowledged creates, ${deleted.size} acknowledged deletes, 0 lost`,
+        );
         assert.ok(
           created.size > ROUNDS,
           `writes were acknowledged (${created.size} of ${attempts})`,

@@ -94,6 +94,18 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
         if (!result.ok && result.code === "INVALID_EMAIL") {
           return c.html(emailForm(web, next, "Enter a valid email address.", email), 400);
         }
+        if (!result.ok && result.code === "MAIL_FAILED") {
+          c.header("Retry-After", "60");
+          return c.html(
+            emailForm(
+              web,
+              next,
+              "We could not send the mail just now. Try again in a minute.",
+              email,
+            ),
+            503,
+          );
+        }
         if (!result.ok) {
           c.header("Retry-After", String(result.retryAfterSeconds));
           const minutes = Math.ceil(result.retryAfterSeconds / 60);

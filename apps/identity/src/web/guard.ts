@@ -135,10 +135,11 @@ function forbidden(c: Context): Response {
   );
 }
 
-/** A path on this site to go to after sign-in; anything else (other hosts, `//x`) is "/keys". */
+/**
+ * A path on this site to go to after sign-in; anything else (other hosts, `//x`, `/\x`,
+ * control or non-ASCII characters that browsers strip or a header cannot carry) is "/keys".
+ */
 export function safeNext(value: string | null | undefined): string {
-  if (!value?.startsWith("/") || value.startsWith("//") || value.includes("\\")) {
-    return "/keys";
-  }
-  return value.length > 500 ? "/keys" : value;
+  if (!value || value.length > 500 || !/^\/(?![/\\])[\x21-\x7e]*$/.test(value)) return "/keys";
+  return value;
 }
