@@ -191,6 +191,17 @@ for (const engine of testEngines()) {
         await other.get("/sign-in");
         assert.equal((await other.post("/sign-in", { email: uniqueEmail() })).status, 303);
       });
+      it("limits codes per client address: the 31st in 15 minutes is 429, whatever the address", async () => {
+        identity.advance(15 * MINUTE); // a fresh window
+        const statuses = [];
+        for (let i = 0; i < 31; i++) {
+          const client = browser();
+          await client.get("/sign-in");
+          statuses.push((await client.post("/sign-in", { email: uniqueEmail() })).status);
+        }
+        assert.deepEqual(statuses, [...Array(30).fill(303), 429]);
+        identity.advance(15 * MINUTE); // the next tests start in a fresh window
+      });
     });
 
     describe("browser session", () => {
