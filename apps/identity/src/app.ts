@@ -3,9 +3,10 @@ import { createErrorHandler } from "@agentpass/http";
 import { type Context, Hono } from "hono";
 import type { Logger } from "pino";
 import type { IdentityContext } from "./context.ts";
-import { RATE_LIMITS } from "./limits.ts";
+import type { RateLimitSettings } from "./config.ts";
+import { rateLimits } from "./limits.ts";
 import type { Mailer } from "./mailer.ts";
-import { createRateLimiter } from "./rate-limit.ts";
+import { createRateLimiter, type RateLimitStore } from "./rate-limit.ts";
 import { accountPages } from "./routes/account-pages.ts";
 import { deviceRoutes } from "./routes/device.ts";
 import { directoryRoutes } from "./routes/directory.ts";
@@ -23,6 +24,8 @@ export interface AppOptions {
   logger: Logger;
   publicUrl: string;
   mailer: Mailer;
+  rateLimitStore: RateLimitStore;
+  rateLimitSettings: RateLimitSettings;
 }
 
 /** The peer's address, from the socket: a proxy in front must be trusted explicitly (it is not). */
@@ -32,7 +35,8 @@ function clientIp(c: Context): string {
 }
 
 /** The identity service's HTTP interface. It knows the domain only through `ctx`. */
-export function createApp({ ctx, logger, publicUrl, mailer }: AppOptions): Hono {
+export function createApp(options: AppOptions): Hono {
+  const { ctx, logger, publicUrl, mailer } = options;
   const app = new Hono();
   // Set before the handler runs: changing headers of a finished response would make the Node
   // adapter rebuild it, which costs more than the whole verify.
@@ -40,12 +44,24 @@ export function createApp({ ctx, logger, publicUrl, mailer }: AppOptions): Hono 
     c.header("X-Content-Type-Options", "nosniff");
     return next();
   });
-  const limiter = (name: keyof typeof RATE_LIMITS) =>
-    createRateLimiter(ctx.store.db, { name, ...RATE_LIMITS[name], clock: ctx.clock });
+  const limits = rateLimits(options.rateLimitSettings);
+  const limiter = (name: keyof typeof limits) =>
+    createRateLimiter(options.rateLimitStore, { name, ...limits[name], clock: ctx.clock });
+  const badKeysPerIp = limiter("badKeysPerIp");
   const guard = createWebGuard(ctx, { secure: publicUrl.startsWith("https://") });
 
-  app.route("/", verifyRoutes(ctx));
-  app.route("/", sessionTokenRoutes(ctx));
+  app.route(
+    "/",
+    verifyRoutes(ctx, {
+      perPartnerKey: limiter("failedVerifiesPerPartnerKey"),
+      badKeysPerIp,
+      clientIp,
+    }),
+  );
+  app.route(
+    "/",
+    sessionTokenRoutes(ctx, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp, clientIp }),
+  );
   app.route("/", healthRoutes(ctx));
   app.route("/", docsRoutes(publicUrl));
   app.route("/", directoryRoutes(ctx, guard));

@@ -1,6 +1,7 @@
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65535);
+const perMinute = z.coerce.number().int().min(1).max(1_000_000_000);
 
 /** Every setting of the identity service; nothing else reads the environment. */
 const ConfigSchema = z.object({
@@ -21,6 +22,17 @@ const ConfigSchema = z.object({
     .regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL")
     .optional(),
   MAIL_FROM: z.string().min(3).default("AgentPass <no-reply@agentpass.local>"),
+  /** redis:// URL: rate-limit counters go there instead of the database. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
+    .optional(),
+  /** Session tokens one user key may mint per minute. */
+  MINTS_PER_MINUTE: perMinute.default(60),
+  /** Failed verifications (bad session tokens) one partner key may ask per minute. */
+  FAILED_VERIFIES_PER_MINUTE: perMinute.default(600),
+  /** Requests with an unknown or revoked key one client address may send per minute. */
+  BAD_KEYS_PER_MINUTE: perMinute.default(60),
   /**
    * Sealing keys for session tokens as `id:base64secret` pairs, comma-separated, the first one
    * sealing new tokens. Unset: keys are generated on first start and kept in the database.
@@ -45,6 +57,15 @@ export interface Config {
   tokenKeys: string | undefined;
   smtpUrl: string | undefined;
   mailFrom: string;
+  redisUrl: string | undefined;
+  rateLimits: RateLimitSettings;
+}
+
+/** Per-minute budgets of the hot paths (the slow paths' limits are fixed, in limits.ts). */
+export interface RateLimitSettings {
+  mintsPerMinute: number;
+  failedVerifiesPerMinute: number;
+  badKeysPerMinute: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; error: string };
@@ -77,6 +98,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       tokenKeys: values.TOKEN_KEYS,
       smtpUrl: values.SMTP_URL,
       mailFrom: values.MAIL_FROM,
+      redisUrl: values.REDIS_URL,
+      rateLimits: {
+        mintsPerMinute: values.MINTS_PER_MINUTE,
+        failedVerifiesPerMinute: values.FAILED_VERIFIES_PER_MINUTE,
+        badKeysPerMinute: values.BAD_KEYS_PER_MINUTE,
+      },
     },
   };
 }

@@ -20,6 +20,25 @@ function json(description: string, type: ZodType = ErrorResponse) {
   return { description, content: { "application/json": { schema: schema(type) } } };
 }
 
+const integerHeader = (description: string) => ({ description, schema: { type: "integer" } });
+
+/** The IETF httpapi draft's fields, on every answer a rate limit counted. */
+const RATE_LIMIT_HEADERS = {
+  "RateLimit-Limit": integerHeader("Requests allowed in the window"),
+  "RateLimit-Remaining": integerHeader("Requests left in the window"),
+  "RateLimit-Reset": integerHeader("Seconds until the window ends"),
+};
+
+function tooMany(description: string) {
+  return {
+    ...json(`${description}. The body is { "error": "Too many requests" }.`),
+    headers: {
+      ...RATE_LIMIT_HEADERS,
+      "Retry-After": integerHeader("Seconds to wait before trying again"),
+    },
+  };
+}
+
 /** The OpenAPI 3.1 document of the identity service, built from the routes' own schemas. */
 export function buildOpenApiDocument(publicUrl: string) {
   return {
@@ -63,6 +82,9 @@ export function buildOpenApiDocument(publicUrl: string) {
             ),
             "403": json("Partner key has been revoked"),
             "413": json("Request body too large"),
+            "429": tooMany(
+              "Too many requests: this partner key's failed verifications (FAILED_VERIFIES_PER_MINUTE), or this client's unknown or revoked keys (BAD_KEYS_PER_MINUTE), are over the limit",
+            ),
             "500": json("Internal server error (with a requestId)"),
           },
         },
@@ -77,11 +99,14 @@ export function buildOpenApiDocument(publicUrl: string) {
             content: { "application/json": { schema: schema(MintRequest) } },
           },
           responses: {
-            "201": json("A new session token", MintResponse),
+            "201": { ...json("A new session token", MintResponse), headers: RATE_LIMIT_HEADERS },
             "400": json("Invalid JSON body | Invalid audience"),
             "401": json("Missing or invalid user key | Missing user key | Invalid user key"),
             "403": json("User key has been revoked"),
             "413": json("Request body too large"),
+            "429": tooMany(
+              "Too many requests: this user key minted MINTS_PER_MINUTE tokens this minute, or this client sent BAD_KEYS_PER_MINUTE unknown or revoked keys",
+            ),
           },
         },
       },

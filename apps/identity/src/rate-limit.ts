@@ -1,10 +1,17 @@
+import { HttpError } from "@agentpass/http";
+import { Redis } from "ioredis";
 import { type Kysely, sql } from "kysely";
 import type { Clock } from "./clock.ts";
 import type { IdentityDatabase } from "./store/schema.ts";
 
-export type RateLimitResult =
-  | { ok: true; remaining: number; resetSeconds: number }
-  | { ok: false; retryAfterSeconds: number };
+/** What one counted attempt learned: whether it may go on, and the window's budget. */
+export interface RateLimitResult {
+  ok: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window ends (at least 1); the Retry-After of a refusal. */
+  resetSeconds: number;
+}
 
 export interface RateLimiter {
   /** Counts one attempt for `key`; refused once `limit` were counted in the current window. */
@@ -12,20 +19,85 @@ export interface RateLimiter {
 }
 
 /**
- * Fixed-window counters kept in the database, so every instance on one PostgreSQL shares them
- * (DESIGN.md section 8): at most `limit` takes per `windowMs` for each key. One upsert per
- * take; only the slow paths (sign-in, device codes) use it, never `/api/verify`.
+ * Where the counters live. `hit` adds one to `bucket` for the window that starts at
+ * `windowStart` and answers the count so far, atomically for every process sharing the store.
+ */
+export interface RateLimitStore {
+  hit(bucket: string, windowStart: number, windowMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * Fixed-window limiter: at most `limit` takes per `windowMs` for each key. Once a key is refused,
+ * this process refuses it without touching the store until its window ends, so a flood past the
+ * limit costs no writes.
  */
 export function createRateLimiter(
-  db: Kysely<IdentityDatabase>,
+  store: RateLimitStore,
   options: { name: string; limit: number; windowMs: number; clock: Clock },
 ): RateLimiter {
-  let takes = 0;
+  const { name, limit, windowMs, clock } = options;
+  const refusedUntil = new Map<string, number>();
   return {
     async take(key) {
-      const now = options.clock();
-      const windowStart = now - (now % options.windowMs);
-      const bucket = `${options.name}:${key}`;
+      const now = clock();
+      const windowStart = now - (now % windowMs);
+      const windowEnd = windowStart + windowMs;
+      const resetSeconds = Math.max(1, Math.ceil((windowEnd - now) / 1000));
+      if ((refusedUntil.get(key) ?? 0) > now) return { ok: false, limit, remaining: 0, resetSeconds };
+      const count = await store.hit(`${name}:${key}`, windowStart, windowMs);
+      if (count <= limit) return { ok: true, limit, remaining: limit - count, resetSeconds };
+      if (refusedUntil.size >= 10_000) sweep(refusedUntil, now);
+      refusedUntil.set(key, windowEnd);
+      return { ok: false, limit, remaining: 0, resetSeconds };
+    },
+  };
+}
+
+/**
+ * The headers of a counted answer: the RateLimit-* fields of the IETF httpapi draft
+ * (limit, remaining, seconds to reset) and, on a refusal, Retry-After.
+ */
+export function rateLimitHeaders(result: RateLimitResult): Record<string, string> {
+  const headers: Record<string, string> = {
+    "RateLimit-Limit": String(result.limit),
+    "RateLimit-Remaining": String(result.remaining),
+    "RateLimit-Reset": String(result.resetSeconds),
+  };
+  if (!result.ok) headers["Retry-After"] = String(result.resetSeconds);
+  return headers;
+}
+
+/** The JSON answer past a rate limit: 429 with the RateLimit-* and Retry-After headers. */
+export function tooManyRequests(result: RateLimitResult): HttpError {
+  return new HttpError(429, "Too many requests", rateLimitHeaders(result));
+}
+
+/** Counters of this process only: for SQLite, whose one file serves one service process. */
+export function createMemoryRateLimitStore(): RateLimitStore {
+  const windows = new Map<string, { end: number; count: number }>();
+  return {
+    async hit(bucket, windowStart, windowMs) {
+      const end = windowStart + windowMs;
+      let window = windows.get(bucket);
+      if (!window || window.end !== end) {
+        if (windows.size >= 100_000) sweepWindows(windows, windowStart);
+        window = { end, count: 0 };
+        windows.set(bucket, window);
+      }
+      return ++window.count;
+    },
+    async close() {
+      windows.clear();
+    },
+  };
+}
+
+/** Counters in the `rate_limits` table: every instance on one PostgreSQL shares them. */
+export function createDatabaseRateLimitStore(db: Kysely<IdentityDatabase>): RateLimitStore {
+  let hits = 0;
+  return {
+    async hit(bucket, windowStart) {
       const row = await db
         .insertInto("rate_limits")
         .values({ key: bucket, window_start: windowStart, count: 1 })
@@ -37,15 +109,70 @@ export function createRateLimiter(
         )
         .returning("count")
         .executeTakeFirstOrThrow();
-      if (++takes % 1000 === 0) {
+      if (++hits % 1000 === 0) {
         await db
           .deleteFrom("rate_limits")
-          .where("window_start", "<", now - 86_400_000)
+          .where("window_start", "<", windowStart - 86_400_000)
           .execute();
       }
-      const resetSeconds = Math.max(1, Math.ceil((windowStart + options.windowMs - now) / 1000));
-      if (Number(row.count) > options.limit) return { ok: false, retryAfterSeconds: resetSeconds };
-      return { ok: true, remaining: options.limit - Number(row.count), resetSeconds };
+      return Number(row.count);
+    },
+    async close() {},
+  };
+}
+
+// One round trip: count, and give a new window its expiry.
+const HIT_SCRIPT = `local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n`;
+
+/**
+ * Counters in Redis (`REDIS_URL`): shared by every instance, whatever the database. While Redis
+ * cannot be reached, each instance counts in its own memory rather than failing every request
+ * or dropping its limits; `onError` hears of it once per outage.
+ */
+export function createRedisRateLimitStore(
+  url: string,
+  onError: (error: Error) => void,
+): RateLimitStore {
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+  const fallback = createMemoryRateLimitStore();
+  let reported = false;
+  // Requests that come before the first connection settles wait for it rather than count apart.
+  const settled = new Promise((resolve) => {
+    redis.once("ready", resolve);
+    redis.once("error", resolve);
+  });
+  redis.on("error", (error: Error) => {
+    if (!reported) onError(error);
+    reported = true;
+  });
+  redis.on("ready", () => {
+    reported = false;
+  });
+  return {
+    async hit(bucket, windowStart, windowMs) {
+      const key = `agentpass:rate:${bucket}:${windowStart}`;
+      await settled;
+      try {
+        return Number(await redis.eval(HIT_SCRIPT, 1, key, windowMs));
+      } catch (error) {
+        if (!reported) onError(error as Error);
+        reported = true;
+        return fallback.hit(bucket, windowStart, windowMs);
+      }
+    },
+    async close() {
+      redis.disconnect();
+      await fallback.close();
     },
   };
+}
+
+function sweep(refusedUntil: Map<string, number>, now: number) {
+  for (const [key, until] of refusedUntil) if (until <= now) refusedUntil.delete(key);
+}
+
+function sweepWindows(windows: Map<string, { end: number }>, now: number) {
+  for (const [bucket, window] of windows) if (window.end <= now) windows.delete(bucket);
 }

@@ -1,5 +1,6 @@
 import { migrateToLatest, openDatabase } from "@agentpass/db";
 import type { Hono } from "hono";
+import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { createApp } from "./app.ts";
 import { type Clock, systemClock } from "./clock.ts";
@@ -8,6 +9,12 @@ import type { IdentityContext } from "./context.ts";
 import { createKeyUsageRecorder } from "./key-usage.ts";
 import { createLogger } from "./logger.ts";
 import { createMailer } from "./mailer.ts";
+import {
+  createDatabaseRateLimitStore,
+  createMemoryRateLimitStore,
+  createRedisRateLimitStore,
+  type RateLimitStore,
+} from "./rate-limit.ts";
 import { loadSealingKeys } from "./sealing-keys.ts";
 import { identityMigrations } from "./store/migrations.ts";
 import type { IdentityDatabase } from "./store/schema.ts";
@@ -57,7 +64,17 @@ export async function openIdentityService(
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
     };
     const mailer = createMailer(config.smtpUrl, config.mailFrom, logger);
-    const app = createApp({ ctx, logger, publicUrl: config.publicUrl, mailer });
+    const rateLimitStore = openRateLimitStore(config, database, (error) =>
+      logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
+    );
+    const app = createApp({
+      ctx,
+      logger,
+      publicUrl: config.publicUrl,
+      mailer,
+      rateLimitStore,
+      rateLimitSettings: config.rateLimits,
+    });
     return {
       app,
       ctx,
@@ -65,6 +82,7 @@ export async function openIdentityService(
       close: async () => {
         await keyUsage.close().catch(() => {});
         await usage.close().catch(() => {});
+        await rateLimitStore.close();
         await database.close();
       },
     };
@@ -72,4 +90,18 @@ export async function openIdentityService(
     await database.close();
     throw error;
   }
+}
+
+/**
+ * Rate-limit counters shared by every instance: in Redis when REDIS_URL is set, else in
+ * PostgreSQL. An SQLite file serves one process, whose memory is then enough.
+ */
+function openRateLimitStore(
+  config: Config,
+  database: { db: Kysely<IdentityDatabase>; engine: string },
+  onError: (error: Error) => void,
+): RateLimitStore {
+  if (config.redisUrl) return createRedisRateLimitStore(config.redisUrl, onError);
+  if (database.engine === "postgres") return createDatabaseRateLimitStore(database.db);
+  return createMemoryRateLimitStore();
 }

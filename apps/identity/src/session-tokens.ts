@@ -1,26 +1,31 @@
 import type { IdentityContext } from "./context.ts";
 import { hashKey, isWellFormedKey } from "./keys.ts";
+import type { RateLimiter, RateLimitResult } from "./rate-limit.ts";
 import { sealSessionToken } from "./tokens.ts";
 
 export type MintResult =
-  | { ok: true; sessionToken: string; expiresAt: number }
+  | { ok: true; sessionToken: string; expiresAt: number; limit: RateLimitResult }
+  | { ok: false; code: "RATE_LIMITED"; limit: RateLimitResult }
   | { ok: false; code: "INVALID_USER_KEY" | "REVOKED_USER_KEY" | "INVALID_AUDIENCE" };
 
 /**
  * Trades a user key for a session token, optionally bound to one partner (`audience`, a partner
- * id, or null for any partner).
- * Writes nothing: the token is sealed, and the key's last use is recorded in a later batch.
+ * id, or null for any partner). Each mint by a working key counts against `perUserKey`.
+ * Writes nothing else: the token is sealed, and the key's last use is recorded in a later batch.
  */
 export async function mintSessionToken(
   ctx: IdentityContext,
   userKey: string,
   audience: unknown,
+  perUserKey: RateLimiter,
 ): Promise<MintResult> {
   if (!isWellFormedKey("user", userKey)) return { ok: false, code: "INVALID_USER_KEY" };
   ctx.store.beginHotRead();
   const key = await ctx.store.findKeyByHash("user_keys", hashKey(userKey));
   if (!key) return { ok: false, code: "INVALID_USER_KEY" };
   if (key.revokedAt !== null) return { ok: false, code: "REVOKED_USER_KEY" };
+  const limit = await perUserKey.take(key.id);
+  if (!limit.ok) return { ok: false, code: "RATE_LIMITED", limit };
   let boundTo: string | null = null;
   if (audience !== null) {
     if (!isUuid(audience) || !(await ctx.store.findPartner(audience))) {
@@ -38,15 +43,13 @@ export async function mintSessionToken(
     audience: boundTo,
   });
   ctx.keyUsage.record("user_keys", key.id, issuedAt);
-  return { ok: true, sessionToken, expiresAt };
+  return { ok: true, sessionToken, expiresAt, limit };
 }
 
 export type VerifyResult =
   | { ok: true; email: string; expiresAt: number; partnerId: string }
-  | {
-      ok: false;
-      code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" | "INVALID_SESSION_TOKEN";
-    };
+  | { ok: false; code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" }
+  | { ok: false; code: "INVALID_SESSION_TOKEN"; partnerKeyId: string };
 
 /**
  * What a partner learns from a session token: the email of the account that minted it.
@@ -78,7 +81,7 @@ export async function verifySessionToken(
       : undefined;
   if (!claims || !owner || owner.revokedAt !== null || owner.accountId !== claims.accountId) {
     ctx.usage.record(partnerId, "invalid_token", now);
-    return { ok: false, code: "INVALID_SESSION_TOKEN" };
+    return { ok: false, code: "INVALID_SESSION_TOKEN", partnerKeyId: partner.id };
   }
   ctx.usage.record(partnerId, "success", now, owner.accountId);
   return { ok: true, email: owner.email, expiresAt: claims.expiresAt, partnerId };

@@ -39,7 +39,7 @@ export async function requestSignInCode(
   ] as const) {
     const limited = await limiter.take(key);
     if (!limited.ok) {
-      return { ok: false, code: "RATE_LIMITED", retryAfterSeconds: limited.retryAfterSeconds };
+      return { ok: false, code: "RATE_LIMITED", retryAfterSeconds: limited.resetSeconds };
     }
   }
   const now = deps.ctx.clock();

@@ -20,7 +20,13 @@ import { openIdentityService } from "./service.ts";
  * await identity.close();
  */
 export async function startTestIdentityService(
-  options: { sessionTokenTtlSeconds?: number; databaseUrl?: string; clock?: () => number } = {},
+  options: {
+    sessionTokenTtlSeconds?: number;
+    databaseUrl?: string;
+    clock?: () => number;
+    /** More settings, as environment variables (e.g. MINTS_PER_MINUTE). */
+    env?: Record<string, string>;
+  } = {},
 ) {
   const dataDir = mkdtempSync(join(tmpdir(), "agentpass-identity-"));
   const loaded = loadConfig({
@@ -28,6 +34,7 @@ export async function startTestIdentityService(
     DATABASE_URL: options.databaseUrl,
     SESSION_TOKEN_TTL_SECONDS: String(options.sessionTokenTtlSeconds ?? 300),
     LOG_LEVEL: "silent",
+    ...options.env,
   });
   if (!loaded.ok) throw new Error(loaded.error);
   const service = await openIdentityService(loaded.config, { clock: options.clock });

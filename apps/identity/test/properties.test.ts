@@ -41,7 +41,7 @@ describe("properties of keys and tokens", () => {
   });
 
   it(`session tokens never collide (${RUNS} minted for one key within one millisecond)`, async () => {
-    const identity = await openTestIdentity("sqlite");
+    const identity = await openTestIdentity("sqlite", { MINTS_PER_MINUTE: String(RUNS) });
     try {
       const { key } = await identity.userKey();
       const tokens = new Set<string>();

@@ -42,5 +42,12 @@ export async function mintSessionToken(
       `Your user key was rejected (${reason}). Log in again with: agentpass login`,
     );
   }
+  if (response.status === 429) {
+    const wait = response.headers.get("retry-after") ?? "a few";
+    throw new CliError(
+      EXIT.ERROR,
+      `Too many tokens minted with this key; try again in ${wait} seconds (or reuse: agentpass token)`,
+    );
+  }
   throw new CliError(EXIT.ERROR, `AgentPass could not mint a token: ${reason}`);
 }

@@ -140,6 +140,23 @@ describe("agentpass CLI against a real identity service", () => {
     assert.match(bad.stderr, /not an AgentPass user key/);
   });
 
+  it("says when the key minted too many tokens, with the wait, and exits 1", async () => {
+    const strict = await startTestIdentityService({ env: { MINTS_PER_MINUTE: "2" } });
+    try {
+      const key = await strict.createUserKey("busy.agent@example.com");
+      secrets.push(key.key);
+      const env = { AGENTPASS_URL: strict.url };
+      assert.equal((await run(["login", "--with-key"], `${key.key}\n`, env)).code, 0);
+      assert.equal((await run(["token", "--fresh"], "", env)).code, 0);
+      const refused = await run(["token", "--fresh"], "", env);
+      assert.equal(refused.code, 1);
+      assert.equal(refused.stdout, "");
+      assert.match(refused.stderr, /Too many tokens minted with this key; try again in \d+ seconds/);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it("exits 5 when the server cannot be reached", async () => {
     await login();
     const result = await run(["token", "--fresh", "--url", "http://127.0.0.1:9"]);

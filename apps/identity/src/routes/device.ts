@@ -9,7 +9,7 @@ import {
   pollDeviceLogin,
   startDeviceLogin,
 } from "../device-login.ts";
-import type { RateLimiter } from "../rate-limit.ts";
+import { type RateLimiter, tooManyRequests } from "../rate-limit.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
 
@@ -94,12 +94,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     .post("/api/device/code", async (c) => {
       const limited = await options.perIp.take(options.clientIp(c));
       if (!limited.ok) {
-        return renderError(
-          c,
-          new HttpError(429, "Too many requests", {
-            "Retry-After": String(limited.retryAfterSeconds),
-          }),
-        );
+        return renderError(c, tooManyRequests(limited));
       }
       const fields = await readFields(c);
       const parsed = DeviceCodeRequest.safeParse(fields ?? null);

@@ -6,10 +6,11 @@ import {
   renderError,
   unauthorized,
 } from "@agentpass/http";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { IdentityContext } from "../context.ts";
 import { MAX_BODY_BYTES } from "../limits.ts";
+import { type RateLimiter, tooManyRequests } from "../rate-limit.ts";
 import { verifySessionToken } from "../session-tokens.ts";
 
 export const VerifyRequest = z.object({ sessionToken: z.string().min(1) });
@@ -26,11 +27,22 @@ const ERRORS = {
   INVALID_SESSION_TOKEN: unauthorized("Invalid or expired session token"),
 } as const;
 
+export interface VerifyLimits {
+  /** Failed verifications (bad session tokens) per partner key. */
+  perPartnerKey: RateLimiter;
+  /** Unknown or revoked keys per client address. */
+  badKeysPerIp: RateLimiter;
+  clientIp: (c: Context) => string;
+}
+
 /**
  * POST /api/verify — spec sections 4.1 and 7, to the letter. Checked in this order:
  * Authorization header → body is JSON → sessionToken → partner key → session token.
+ * Only failures are counted, so a success costs no write: a bad session token against the
+ * partner key, an unknown or revoked partner key against the client address. Past the limit the
+ * failure's answer becomes 429 (DESIGN.md section 8).
  */
-export function verifyRoutes(ctx: IdentityContext) {
+export function verifyRoutes(ctx: IdentityContext, limits: VerifyLimits) {
   return new Hono().post("/api/verify", async (c) => {
     const bearer = readBearer(readHeader(c, "authorization"));
     if (bearer.kind === "missing") return renderError(c, ERRORS.MISSING_OR_INVALID_PARTNER_KEY);
@@ -41,10 +53,18 @@ export function verifyRoutes(ctx: IdentityContext) {
     if (!request.success) return renderError(c, ERRORS.INVALID_SESSION_TOKEN_FIELD);
 
     const result = await verifySessionToken(ctx, bearer.value, request.data.sessionToken);
-    if (!result.ok) return renderError(c, ERRORS[result.code]);
+    if (!result.ok) {
+      const limited =
+        result.code === "INVALID_SESSION_TOKEN"
+          ? await limits.perPartnerKey.take(result.partnerKeyId)
+          : await limits.badKeysPerIp.take(limits.clientIp(c));
+      if (!limited.ok) return renderError(c, tooManyRequests(limited));
+      return renderError(c, ERRORS[result.code]);
+    }
     return c.json({ email: result.email }, 200, {
       "Cache-Control": "no-store",
       [TOKEN_EXPIRES_HEADER]: new Date(result.expiresAt).toISOString(),
     });
   });
 }
+

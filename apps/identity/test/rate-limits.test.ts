@@ -1,0 +1,226 @@
+import assert from "node:assert/strict";
+import { request as httpRequest } from "node:http";
+import { after, describe, it } from "node:test";
+import { testEngines } from "@agentpass/db/testing";
+import { startServer } from "@agentpass/http";
+import { loadConfig } from "../src/config.ts";
+import { openIdentityService } from "../src/service.ts";
+import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
+
+const LIMITS = { MINTS_PER_MINUTE: "3", FAILED_VERIFIES_PER_MINUTE: "4", BAD_KEYS_PER_MINUTE: "2" };
+const BAD_TOKEN = JSON.stringify({ sessionToken: "aps_not-a-token" });
+
+function limitHeaders(response: Response) {
+  return {
+    limit: response.headers.get("ratelimit-limit"),
+    remaining: response.headers.get("ratelimit-remaining"),
+    reset: response.headers.get("ratelimit-reset"),
+    retryAfter: response.headers.get("retry-after"),
+  };
+}
+
+/** A second instance of the same service: same database, same clock, its own memory. */
+async function secondInstance(identity: TestIdentity, env: Record<string, string>) {
+  const loaded = loadConfig({ ...identity.env, LOG_LEVEL: "silent", ...env });
+  if (!loaded.ok) throw new Error(loaded.error);
+  return openIdentityService(loaded.config, { clock: identity.now });
+}
+
+/** POST over a real socket from `localAddress`, so the service sees that client address. */
+function postFrom(
+  url: string,
+  localAddress: string,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+) {
+  return new Promise<{ status: number; retryAfter: string | undefined; body: string }>(
+    (resolve, reject) => {
+      const req = httpRequest(
+        `${url}${path}`,
+        { method: "POST", localAddress, headers: { ...headers, "content-type": "application/json" } },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk) => {
+            text += chunk;
+          });
+          res.on("end", () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              retryAfter: res.headers["retry-after"] as string | undefined,
+              body: text,
+            }),
+          );
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    },
+  );
+}
+
+for (const engine of testEngines()) {
+  describe(`rate limits (${engine})`, () => {
+    const opened: { close(): Promise<void> }[] = [];
+    after(async () => {
+      for (const item of opened.reverse()) await item.close();
+    });
+    async function open(env: Record<string, string> = LIMITS) {
+      const identity = await openTestIdentity(engine, env);
+      opened.push(identity);
+      return identity;
+    }
+
+    it("lets exactly MINTS_PER_MINUTE mints through per user key, with RateLimit-* headers, then 429", async () => {
+      const identity = await open();
+      const { key } = await identity.userKey();
+      const seen = [];
+      for (let i = 0; i < 4; i++) {
+        const response = await identity.mint(key);
+        seen.push({ status: response.status, ...limitHeaders(response) });
+        if (response.status === 429) {
+          assert.deepEqual(await response.json(), { error: "Too many requests" });
+        }
+      }
+      assert.deepEqual(seen, [
+        { status: 201, limit: "3", remaining: "2", reset: "60", retryAfter: null },
+        { status: 201, limit: "3", remaining: "1", reset: "60", retryAfter: null },
+        { status: 201, limit: "3", remaining: "0", reset: "60", retryAfter: null },
+        { status: 429, limit: "3", remaining: "0", reset: "60", retryAfter: "60" },
+      ]);
+    });
+
+    it("keeps other user keys unaffected and opens again when the window ends", async () => {
+      const identity = await open();
+      const first = await identity.userKey();
+      const second = await identity.userKey(first.accountId);
+      for (let i = 0; i < 3; i++) assert.equal((await identity.mint(first.key)).status, 201);
+      assert.equal((await identity.mint(first.key)).status, 429);
+      assert.equal((await identity.mint(second.key)).status, 201, "another key of the same person");
+      identity.advance(45_000);
+      const waiting = await identity.mint(first.key);
+      assert.equal(waiting.status, 429);
+      assert.equal(waiting.headers.get("retry-after"), "15");
+      identity.advance(15_000);
+      assert.equal((await identity.mint(first.key)).status, 201);
+    });
+
+    it("counts failed verifications per partner key; successes are neither counted nor refused", async () => {
+      const identity = await open();
+      const partner = await identity.partner();
+      const other = await identity.partner();
+      const { key } = await identity.userKey();
+      const token = await identity.token(key);
+      const statuses = [];
+      for (let i = 0; i < 5; i++) {
+        statuses.push((await identity.verify(`Bearer ${partner.key}`, BAD_TOKEN)).status);
+      }
+      assert.deepEqual(statuses, [401, 401, 401, 401, 429]);
+      const refused = await identity.verify(`Bearer ${partner.key}`, BAD_TOKEN);
+      assert.deepEqual(
+        { ...limitHeaders(refused), body: await refused.json() },
+        {
+          limit: "4",
+          remaining: "0",
+          reset: "60",
+          retryAfter: "60",
+          body: { error: "Too many requests" },
+        },
+      );
+      const good = JSON.stringify({ sessionToken: token });
+      for (let i = 0; i < 10; i++) {
+        assert.equal((await identity.verify(`Bearer ${partner.key}`, good)).status, 200);
+      }
+      const elsewhere = await identity.verify(`Bearer ${other.key}`, BAD_TOKEN);
+      assert.equal(elsewhere.status, 401, "another partner is unaffected");
+      assert.equal(elsewhere.headers.get("ratelimit-limit"), null, "a plain failure stays uniform");
+    });
+
+    it("counts unknown and revoked keys per client address, on mint and verify alike", async () => {
+      const identity = await open();
+      const server = await startServer(identity.service, { port: 0, host: "127.0.0.1" });
+      try {
+        const partner = await identity.partner();
+        await identity.ctx.store.db
+          .updateTable("partner_keys")
+          .set({ revoked_at: identity.now() })
+          .where("id", "=", partner.keyId)
+          .execute();
+        const unknownPartner = { authorization: `Bearer ${(await identity.partner()).key}x` };
+        const revokedPartner = { authorization: `Bearer ${partner.key}` };
+        const unknownUser = { authorization: "Bearer apu_unknown" };
+        const from = (address: string, path: string, headers: Record<string, string>) =>
+          postFrom(server.url, address, path, headers, BAD_TOKEN);
+
+        assert.equal((await from("127.0.0.1", "/api/verify", unknownPartner)).status, 401);
+        assert.equal((await from("127.0.0.1", "/api/verify", revokedPartner)).status, 403);
+        const refused = await from("127.0.0.1", "/api/session-tokens", unknownUser);
+        assert.deepEqual(
+          { status: refused.status, body: JSON.parse(refused.body) },
+          { status: 429, body: { error: "Too many requests" } },
+        );
+        assert.equal(refused.retryAfter, "60");
+        assert.equal((await from("127.0.0.1", "/api/verify", unknownPartner)).status, 429);
+        // Another client address has its own budget.
+        assert.equal((await from("127.0.0.2", "/api/verify", unknownPartner)).status, 401);
+      } finally {
+        // The server's close closes the service; the harness then only drops the database.
+        await server.close();
+        opened.splice(opened.indexOf(identity), 1);
+        await identity.database.drop();
+      }
+    });
+
+    it("keeps limiting in each instance's memory while Redis cannot be reached", async () => {
+      const identity = await open({ ...LIMITS, REDIS_URL: "redis://127.0.0.1:1" });
+      const { key } = await identity.userKey();
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await identity.mint(key)).status);
+      assert.deepEqual(statuses, [201, 201, 201, 429]);
+    });
+
+    if (engine === "postgres") {
+      it("shares the counters between instances on one PostgreSQL: exactly the limit passes", async () => {
+        const identity = await open();
+        const second = await secondInstance(identity, LIMITS);
+        opened.push(second);
+        const { key } = await identity.userKey();
+        const statuses = [];
+        for (const app of [identity.app, second.app, identity.app, second.app, identity.app]) {
+          const response = await app.request("/api/session-tokens", {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}` },
+          });
+          statuses.push(response.status);
+        }
+        assert.deepEqual(statuses, [201, 201, 201, 429, 429]);
+      });
+    }
+
+    if (process.env.TEST_REDIS_URL) {
+      it("shares the counters between instances through Redis when REDIS_URL is set", async () => {
+        const env = { ...LIMITS, REDIS_URL: process.env.TEST_REDIS_URL as string };
+        const identity = await open(env);
+        const second = await secondInstance(identity, env);
+        opened.push(second);
+        const partner = await identity.partner();
+        const statuses = [];
+        // Concurrent, across both instances: the counter is atomic, so exactly four fail plainly.
+        const apps = [identity.app, second.app];
+        const answers = await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            (apps[i % 2] as typeof identity.app).request("/api/verify", {
+              method: "POST",
+              headers: { authorization: `Bearer ${partner.key}`, "content-type": "application/json" },
+              body: BAD_TOKEN,
+            }),
+          ),
+        );
+        for (const answer of answers) statuses.push(answer.status);
+        assert.equal(statuses.filter((status) => status === 401).length, 4);
+        assert.equal(statuses.filter((status) => status === 429).length, 6);
+      });
+    }
+  });
+}
