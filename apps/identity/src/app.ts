@@ -1,9 +1,10 @@
 import type { IncomingMessage } from "node:http";
+import { isDatabaseUnavailable } from "@agentpass/db";
 import { createErrorHandler } from "@agentpass/http";
 import { type Context, Hono } from "hono";
 import type { Logger } from "pino";
-import type { IdentityContext } from "./context.ts";
 import type { RateLimitSettings } from "./config.ts";
+import type { IdentityContext } from "./context.ts";
 import { rateLimits } from "./limits.ts";
 import type { Mailer } from "./mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "./rate-limit.ts";
@@ -90,6 +91,6 @@ export function createApp(options: AppOptions): Hono {
     c.body(SCRIPT, 200, { ...assetHeaders, "Content-Type": "text/javascript; charset=utf-8" }),
   );
   app.notFound((c) => c.json({ error: "Not found" }, 404));
-  app.onError(createErrorHandler(logger));
+  app.onError(createErrorHandler(logger, isDatabaseUnavailable));
   return app;
 }

@@ -44,7 +44,8 @@ export function createRateLimiter(
       const windowStart = now - (now % windowMs);
       const windowEnd = windowStart + windowMs;
       const resetSeconds = Math.max(1, Math.ceil((windowEnd - now) / 1000));
-      if ((refusedUntil.get(key) ?? 0) > now) return { ok: false, limit, remaining: 0, resetSeconds };
+      if ((refusedUntil.get(key) ?? 0) > now)
+        return { ok: false, limit, remaining: 0, resetSeconds };
       const count = await store.hit(`${name}:${key}`, windowStart, windowMs);
       if (count <= limit) return { ok: true, limit, remaining: limit - count, resetSeconds };
       if (refusedUntil.size >= 10_000) sweep(refusedUntil, now);

@@ -38,7 +38,11 @@ function postFrom(
     (resolve, reject) => {
       const req = httpRequest(
         `${url}${path}`,
-        { method: "POST", localAddress, headers: { ...headers, "content-type": "application/json" } },
+        {
+          method: "POST",
+          localAddress,
+          headers: { ...headers, "content-type": "application/json" },
+        },
         (res) => {
           let text = "";
           res.setEncoding("utf8");
@@ -212,7 +216,10 @@ for (const engine of testEngines()) {
           Array.from({ length: 10 }, (_, i) =>
             (apps[i % 2] as typeof identity.app).request("/api/verify", {
               method: "POST",
-              headers: { authorization: `Bearer ${partner.key}`, "content-type": "application/json" },
+              headers: {
+                authorization: `Bearer ${partner.key}`,
+                "content-type": "application/json",
+              },
               body: BAD_TOKEN,
             }),
           ),

@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from "@agentpass/db";
 import { createErrorHandler } from "@agentpass/http";
 import { Hono } from "hono";
 import type { Logger } from "pino";
@@ -21,6 +22,6 @@ export function createNotesApp(ctx: NotesContext, options: { logger: Logger; pub
   app.route("/", noteRoutes(ctx));
   app.route("/", tagRoutes(ctx));
   app.notFound((c) => c.json({ error: "Not found" }, 404));
-  app.onError(createErrorHandler(options.logger));
+  app.onError(createErrorHandler(options.logger, isDatabaseUnavailable));
   return app;
 }

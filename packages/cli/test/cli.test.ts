@@ -151,7 +151,10 @@ describe("agentpass CLI against a real identity service", () => {
       const refused = await run(["token", "--fresh"], "", env);
       assert.equal(refused.code, 1);
       assert.equal(refused.stdout, "");
-      assert.match(refused.stderr, /Too many tokens minted with this key; try again in \d+ seconds/);
+      assert.match(
+        refused.stderr,
+        /Too many tokens minted with this key; try again in \d+ seconds/,
+      );
     } finally {
       await strict.close();
     }

@@ -7,3 +7,4 @@ export {
   openDatabase,
 } from "./open-database.ts";
 export { createPreparedQuery } from "./prepared-query.ts";
+export { isDatabaseUnavailable } from "./unavailable.ts";

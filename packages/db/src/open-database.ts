@@ -64,9 +64,19 @@ const types = {
 };
 
 function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatabase<T> {
-  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types });
-  // An idle client losing its connection (server restart) must not crash the process.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    types,
+    // A database that hangs must not hang requests: fail the connection, answer 503.
+    connectionTimeoutMillis: 5000,
+    keepAlive: true,
+  });
+  // A client losing its connection (server restart) must not crash the process: an idle one is
+  // reported on the pool, a checked-out one on itself, where nobody listens by default. Its
+  // query is failed all the same, so the request that ran it still learns.
   pool.on("error", () => {});
+  pool.on("connect", (client) => client.on("error", () => {}));
   const db = new Kysely<T>({ dialect: new PostgresDialect({ pool }) });
   return { db, engine: "postgres", pool, close: () => db.destroy() };
 }

@@ -33,12 +33,21 @@ export function unauthorized(message: string): HttpError {
 }
 
 /**
- * Renders every error as JSON `{ error }`. Unexpected errors are logged with a request id and
- * answered 500 with that id only: no stack trace, no message that could carry a secret.
+ * Renders every error as JSON `{ error }`. An error that `isUnavailable` recognises (a database
+ * that cannot be reached) is 503 `{ "error": "Service unavailable" }` with Retry-After. Other
+ * unexpected errors are logged with a request id and answered 500 with that id only: no stack
+ * trace, no message that could carry a secret.
  */
-export function createErrorHandler(logger: Logger) {
+export function createErrorHandler(
+  logger: Logger,
+  isUnavailable: (error: unknown) => boolean = () => false,
+) {
   return (error: Error, c: Context) => {
     if (error instanceof HttpError) return renderError(c, error);
+    if (isUnavailable(error)) {
+      logger.warn({ method: c.req.method, path: c.req.path, reason: error.message }, "unavailable");
+      return c.json({ error: "Service unavailable" }, 503, { "Retry-After": "5" });
+    }
     const requestId = randomUUID();
     logger.error(
       { err: error, requestId, method: c.req.method, path: c.req.path },

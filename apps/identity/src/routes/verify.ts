@@ -67,4 +67,3 @@ export function verifyRoutes(ctx: IdentityContext, limits: VerifyLimits) {
     });
   });
 }
-

@@ -1,0 +1,161 @@
+import assert from "node:assert/strict";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { createTestDatabase, type TestDatabase, testEngines } from "@agentpass/db/testing";
+import { type RunningServer, startServer } from "@agentpass/http";
+import { createAccount } from "../src/accounts.ts";
+import { loadConfig } from "../src/config.ts";
+import { issueKey } from "../src/credentials.ts";
+import { createPartner } from "../src/partners.ts";
+import { openIdentityService } from "../src/service.ts";
+
+/**
+ * A TCP proxy in front of PostgreSQL that can play a stopped server: `stop()` drops every open
+ * connection and closes the port (connections are refused, as by a stopped PostgreSQL);
+ * `start()` listens on the same port again. The real server is never touched, so the suites
+ * running beside this one are not disturbed.
+ */
+async function startDatabaseProxy(target: { host: string; port: number }) {
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  let port = 0;
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      const listening = createServer((client) => {
+        const backend = connect(target.port, target.host);
+        for (const socket of [client, backend]) {
+          sockets.add(socket);
+          socket.on("error", () => {});
+          socket.on("close", () => {
+            sockets.delete(socket);
+            client.destroy();
+            backend.destroy();
+          });
+        }
+        client.pipe(backend).pipe(client);
+      });
+      listening.once("error", reject);
+      listening.listen(port, "127.0.0.1", () => {
+        port = (listening.address() as { port: number }).port;
+        server = listening;
+        resolve();
+      });
+    });
+  await listen();
+  return {
+    get port() {
+      return port;
+    },
+    async stop() {
+      const closing = server;
+      server = undefined;
+      const closed = new Promise((resolve) => (closing ? closing.close(resolve) : resolve(null)));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+    async start() {
+      if (!server) await listen();
+    },
+  };
+}
+
+// PostgreSQL only: SQLite is a file in the process, it cannot stop under it.
+if (testEngines().includes("postgres")) {
+  describe("PostgreSQL stopped and back (identity service)", () => {
+    let database: TestDatabase;
+    let proxy: Awaited<ReturnType<typeof startDatabaseProxy>>;
+    let server: RunningServer;
+    let userKey: string;
+    let partnerKey: string;
+
+    before(async () => {
+      database = await createTestDatabase("postgres");
+      const direct = new URL(database.databaseUrl as string);
+      proxy = await startDatabaseProxy({
+        host: direct.hostname,
+        port: Number(direct.port || 5432),
+      });
+      const viaProxy = new URL(direct);
+      viaProxy.host = `127.0.0.1:${proxy.port}`;
+      const loaded = loadConfig({
+        DATA_DIR: database.dataDir,
+        DATABASE_URL: viaProxy.toString(),
+        LOG_LEVEL: "silent",
+      });
+      if (!loaded.ok) throw new Error(loaded.error);
+      const service = await openIdentityService(loaded.config);
+      server = await startServer(service, { port: 0, host: "127.0.0.1" });
+      const { ctx } = service;
+      const account = await createAccount(ctx, "still.here@example.com");
+      if (!account.ok) throw new Error(account.code);
+      const user = await issueKey(ctx, "user", account.account.id, "laptop");
+      const partner = await createPartner(ctx, { ownerAccountId: account.account.id, name: "P" });
+      if (!user.ok || !partner.ok) throw new Error("seed failed");
+      const partnerIssued = await issueKey(ctx, "partner", partner.partner.id, "server");
+      if (!partnerIssued.ok) throw new Error(partnerIssued.code);
+      userKey = user.key;
+      partnerKey = partnerIssued.key;
+    });
+    after(async () => {
+      await proxy?.start();
+      await server?.close();
+      await proxy?.stop();
+      await database?.drop();
+    });
+
+    const call = async (path: string, init: RequestInit = {}) => {
+      const response = await fetch(`${server.url}${path}`, init);
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    const mint = () =>
+      fetch(`${server.url}/api/session-tokens`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${userKey}` },
+      });
+    const verify = (sessionToken: string) =>
+      call("/api/verify", {
+        method: "POST",
+        headers: { authorization: `Bearer ${partnerKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ sessionToken }),
+      });
+
+    it("answers 503 and /readyz false while it is down, and serves again within 10 s of its return", async (t) => {
+      const token = ((await (await mint()).json()) as { sessionToken: string }).sessionToken;
+      assert.deepEqual(await verify(token), {
+        status: 200,
+        body: { email: "still.here@example.com" },
+      });
+      assert.equal((await call("/readyz")).status, 200);
+
+      await proxy.stop();
+      assert.deepEqual(await call("/readyz"), {
+        status: 503,
+        body: { ok: false, database: false },
+      });
+      const refused = await fetch(`${server.url}/api/verify`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${partnerKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ sessionToken: token }),
+      });
+      assert.equal(refused.status, 503, "never fail-open, never a 500");
+      assert.equal(refused.headers.get("retry-after"), "5");
+      assert.deepEqual(await refused.json(), { error: "Service unavailable" });
+      const refusedMint = await mint();
+      assert.equal(refusedMint.status, 503);
+      assert.deepEqual(await refusedMint.json(), { error: "Service unavailable" });
+      assert.equal((await call("/healthz")).status, 200, "the process itself stays alive");
+
+      await proxy.start();
+      const back = Date.now();
+      let answer = await verify(token);
+      while (answer.status !== 200 && Date.now() - back < 10_000) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        answer = await verify(token);
+      }
+      assert.deepEqual(answer, { status: 200, body: { email: "still.here@example.com" } });
+      t.diagnostic(`serving again ${Date.now() - back} ms after PostgreSQL came back`);
+      assert.equal((await call("/readyz")).status, 200);
+      assert.equal((await mint()).status, 201);
+    });
+  });
+}
