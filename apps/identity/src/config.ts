@@ -30,7 +30,7 @@ const ConfigSchema = z.object({
   /** Session tokens one user key may mint per minute. */
   MINTS_PER_MINUTE: perMinute.default(60),
   /** Failed verifications (bad session tokens) one partner key may ask per minute. */
-  FAILED_VERIFIES_PER_MINUTE: perMinute.default(600),
+  FAILED_VERIFIES_PER_MINUTE: perMinute.default(6000),
   /** Requests with an unknown or revoked key one client address may send per minute. */
   BAD_KEYS_PER_MINUTE: perMinute.default(60),
   /**

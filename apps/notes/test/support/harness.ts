@@ -11,10 +11,10 @@ export const START = Date.UTC(2026, 10, 23, 12);
  * The notes API on `engine` with its own database, talking over real HTTP to a real identity
  * service. One movable clock drives both, so token expiry and `updatedAt` are exact.
  */
-export async function openTestNotes(engine: Engine) {
+export async function openTestNotes(engine: Engine, identityEnv: Record<string, string> = {}) {
   let now = START;
   const clock = () => now;
-  const identity = await startTestIdentityService({ clock });
+  const identity = await startTestIdentityService({ clock, env: identityEnv });
   const partner = await identity.createPartner({
     name: "Notes",
     ownerEmail: "notes-operator@example.com",
