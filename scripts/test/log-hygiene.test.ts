@@ -46,7 +46,11 @@ function serve(bin: string, env: Record<string, string>, logs: string[]) {
     child.once("exit", (code) => reject(new Error(`exited ${code}: ${output}`)));
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));
-  return { url, stop: () => (child.kill("SIGTERM"), exited) };
+  const stop = () => {
+    child.kill("SIGTERM");
+    return exited;
+  };
+  return { url, stop };
 }
 
 for (const engine of testEngines()) {
