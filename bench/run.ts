@@ -16,7 +16,7 @@ import pg from "pg";
 import { type Measurement, measure, median, probe, type Scenario } from "./measure.ts";
 import { printTable } from "./report.ts";
 import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
-import { ROOT, runCommand, type Server, startServer } from "./servers.ts";
+import { ROOT, runCommand, SERVICE_NODE_FLAGS, type Server, startServer } from "./servers.ts";
 
 const { values } = parseArgs({
   options: {
@@ -58,7 +58,11 @@ try {
     `bench: ${engine}, ${rounds} round(s) of ${duration} s at ${connections} connections`,
   );
   const ceiling = await start("ceiling", ["bench/ceiling-server.ts"], {});
-  const identity = await start("identity", ["apps/identity/src/bin.ts", "serve"], identityEnv);
+  const identity = await start(
+    "identity",
+    [...SERVICE_NODE_FLAGS, "apps/identity/src/bin.ts", "serve"],
+    identityEnv,
+  );
   const admin = (...args: string[]) =>
     runCommand(["apps/identity/src/bin.ts", ...args], identityEnv);
   await admin("accounts", "create", "bench-user@example.com");
@@ -92,7 +96,11 @@ try {
     "bench-user@example.com",
     noteCount,
   );
-  const notes = await start("notes", ["apps/notes/src/bin.ts", "serve"], notesEnv);
+  const notes = await start(
+    "notes",
+    [...SERVICE_NODE_FLAGS, "apps/notes/src/bin.ts", "serve"],
+    notesEnv,
+  );
   const oidc = await start("oidc-provider", ["bench/oidc-peer.ts"], {});
 
   const mint = async () => {

@@ -99,7 +99,7 @@ for (const engine of testEngines()) {
         // What earlier rounds acknowledged holds after their kill.
         await checkRevoked(url, revoked);
 
-        const keys = [];
+        const keys: { id: string; key: string; token: string }[] = [];
         for (let i = 0; i < KEYS_PER_ROUND; i++) {
           const issued = await issueKey(seeder.ctx, "user", accountId, `round ${round} #${i}`);
           if (!issued.ok) throw new Error(issued.code);

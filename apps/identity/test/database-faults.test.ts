@@ -1,63 +1,17 @@
 import assert from "node:assert/strict";
-import { connect, createServer, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { createTestDatabase, type TestDatabase, testEngines } from "@agentpass/db/testing";
+import {
+  createTestDatabase,
+  startDatabaseProxy,
+  type TestDatabase,
+  testEngines,
+} from "@agentpass/db/testing";
 import { type RunningServer, startServer } from "@agentpass/http";
 import { createAccount } from "../src/accounts.ts";
 import { loadConfig } from "../src/config.ts";
 import { issueKey } from "../src/credentials.ts";
 import { createPartner } from "../src/partners.ts";
 import { openIdentityService } from "../src/service.ts";
-
-/**
- * A TCP proxy in front of PostgreSQL that can play a stopped server: `stop()` drops every open
- * connection and closes the port (connections are refused, as by a stopped PostgreSQL);
- * `start()` listens on the same port again. The real server is never touched, so the suites
- * running beside this one are not disturbed.
- */
-async function startDatabaseProxy(target: { host: string; port: number }) {
-  const sockets = new Set<Socket>();
-  let server: Server | undefined;
-  let port = 0;
-  const listen = () =>
-    new Promise<void>((resolve, reject) => {
-      const listening = createServer((client) => {
-        const backend = connect(target.port, target.host);
-        for (const socket of [client, backend]) {
-          sockets.add(socket);
-          socket.on("error", () => {});
-          socket.on("close", () => {
-            sockets.delete(socket);
-            client.destroy();
-            backend.destroy();
-          });
-        }
-        client.pipe(backend).pipe(client);
-      });
-      listening.once("error", reject);
-      listening.listen(port, "127.0.0.1", () => {
-        port = (listening.address() as { port: number }).port;
-        server = listening;
-        resolve();
-      });
-    });
-  await listen();
-  return {
-    get port() {
-      return port;
-    },
-    async stop() {
-      const closing = server;
-      server = undefined;
-      const closed = new Promise((resolve) => (closing ? closing.close(resolve) : resolve(null)));
-      for (const socket of sockets) socket.destroy();
-      await closed;
-    },
-    async start() {
-      if (!server) await listen();
-    },
-  };
-}
 
 // PostgreSQL only: SQLite is a file in the process, it cannot stop under it.
 if (testEngines().includes("postgres")) {
@@ -70,16 +24,10 @@ if (testEngines().includes("postgres")) {
 
     before(async () => {
       database = await createTestDatabase("postgres");
-      const direct = new URL(database.databaseUrl as string);
-      proxy = await startDatabaseProxy({
-        host: direct.hostname,
-        port: Number(direct.port || 5432),
-      });
-      const viaProxy = new URL(direct);
-      viaProxy.host = `127.0.0.1:${proxy.port}`;
+      proxy = await startDatabaseProxy(database.databaseUrl as string);
       const loaded = loadConfig({
         DATA_DIR: database.dataDir,
-        DATABASE_URL: viaProxy.toString(),
+        DATABASE_URL: proxy.databaseUrl,
         LOG_LEVEL: "silent",
       });
       if (!loaded.ok) throw new Error(loaded.error);

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -70,4 +71,57 @@ async function withAdminClient<T>(url: string, run: (client: pg.Client) => Promi
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A TCP proxy in front of the PostgreSQL of `databaseUrl` that can play a stopped server:
+ * connect through `proxy.databaseUrl`; `stop()` drops every open connection and closes the port
+ * (connections are refused, as by a stopped PostgreSQL); `start()` listens on the same port
+ * again. The real server is never touched, so the suites running beside this one are not
+ * disturbed.
+ */
+export async function startDatabaseProxy(databaseUrl: string) {
+  const direct = new URL(databaseUrl);
+  const target = { host: direct.hostname, port: Number(direct.port || 5432) };
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  let port = 0;
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      const listening = createServer((client) => {
+        const backend = connect(target.port, target.host);
+        for (const socket of [client, backend]) {
+          sockets.add(socket);
+          socket.on("error", () => {});
+          socket.on("close", () => {
+            sockets.delete(socket);
+            client.destroy();
+            backend.destroy();
+          });
+        }
+        client.pipe(backend).pipe(client);
+      });
+      listening.once("error", reject);
+      listening.listen(port, "127.0.0.1", () => {
+        port = (listening.address() as { port: number }).port;
+        server = listening;
+        resolve();
+      });
+    });
+  await listen();
+  const viaProxy = new URL(direct);
+  viaProxy.host = `127.0.0.1:${port}`;
+  return {
+    databaseUrl: viaProxy.toString(),
+    async stop() {
+      const closing = server;
+      server = undefined;
+      const closed = new Promise((resolve) => (closing ? closing.close(resolve) : resolve(null)));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+    async start() {
+      if (!server) await listen();
+    },
+  };
 }
