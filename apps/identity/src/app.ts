@@ -5,6 +5,7 @@ import { type Context, Hono } from "hono";
 import type { Logger } from "pino";
 import type { RateLimitSettings } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
+import { createVerifyFastPath, type FastPath } from "./fast-verify.ts";
 import { rateLimits } from "./limits.ts";
 import type { Mailer } from "./mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "./rate-limit.ts";
@@ -35,8 +36,11 @@ function clientIp(c: Context): string {
   return incoming?.socket.remoteAddress ?? "unknown";
 }
 
-/** The identity service's HTTP interface. It knows the domain only through `ctx`. */
-export function createApp(options: AppOptions): Hono {
+/**
+ * The identity service's HTTP interface: the Hono app, and the plain `node:http` fast path for
+ * `/api/verify` that a server puts in front of it. It knows the domain only through `ctx`.
+ */
+export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath } {
   const { ctx, logger, publicUrl, mailer } = options;
   const app = new Hono();
   // Set before the handler runs: changing headers of a finished response would make the Node
@@ -51,14 +55,8 @@ export function createApp(options: AppOptions): Hono {
   const badKeysPerIp = limiter("badKeysPerIp");
   const guard = createWebGuard(ctx, { secure: publicUrl.startsWith("https://") });
 
-  app.route(
-    "/",
-    verifyRoutes(ctx, {
-      perPartnerKey: limiter("failedVerifiesPerPartnerKey"),
-      badKeysPerIp,
-      clientIp,
-    }),
-  );
+  const verifyLimits = { perPartnerKey: limiter("failedVerifiesPerPartnerKey"), badKeysPerIp };
+  app.route("/", verifyRoutes(ctx, { ...verifyLimits, clientIp }));
   app.route(
     "/",
     sessionTokenRoutes(ctx, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp, clientIp }),
@@ -92,5 +90,5 @@ export function createApp(options: AppOptions): Hono {
   );
   app.notFound((c) => c.json({ error: "Not found" }, 404));
   app.onError(createErrorHandler(logger, isDatabaseUnavailable));
-  return app;
+  return { app, fastPath: createVerifyFastPath(ctx, verifyLimits, logger) };
 }

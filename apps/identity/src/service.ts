@@ -6,6 +6,7 @@ import { createApp } from "./app.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
+import type { FastPath } from "./fast-verify.ts";
 import { createKeyUsageRecorder } from "./key-usage.ts";
 import { createLogger } from "./logger.ts";
 import { createMailer } from "./mailer.ts";
@@ -25,6 +26,8 @@ import { createUsageRecorder } from "./usage-recorder.ts";
 
 export interface IdentityService {
   app: Hono;
+  /** `/api/verify` straight from node:http; `startServer` puts it in front of `app`. */
+  fastPath: FastPath;
   ctx: IdentityContext;
   logger: Logger;
   /** Flushes pending key-use times and closes the database. */
@@ -67,7 +70,7 @@ export async function openIdentityService(
     const rateLimitStore = openRateLimitStore(config, database, (error) =>
       logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
     );
-    const app = createApp({
+    const { app, fastPath } = createApp({
       ctx,
       logger,
       publicUrl: config.publicUrl,
@@ -77,6 +80,7 @@ export async function openIdentityService(
     });
     return {
       app,
+      fastPath,
       ctx,
       logger,
       close: async () => {

@@ -32,30 +32,57 @@ export function unauthorized(message: string): HttpError {
   return new HttpError(401, message, { "WWW-Authenticate": "Bearer" });
 }
 
+/** An answer built outside a framework: status, JSON body, headers. */
+export interface PlainAnswer {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
 /**
- * Renders every error as JSON `{ error }`. An error that `isUnavailable` recognises (a database
- * that cannot be reached) is 503 `{ "error": "Service unavailable" }` with Retry-After. Other
- * unexpected errors are logged with a request id and answered 500 with that id only: no stack
- * trace, no message that could carry a secret.
+ * The answer to an error: an `HttpError` as it says; one that `isUnavailable` recognises (a
+ * database that cannot be reached) as 503 `{ "error": "Service unavailable" }` with
+ * Retry-After; anything else logged with a request id and answered 500 with that id only — no
+ * stack trace, no message that could carry a secret.
  */
+export function answerError(
+  error: unknown,
+  logger: Logger,
+  request: { method: string; path: string },
+  isUnavailable: (error: unknown) => boolean = () => false,
+): PlainAnswer {
+  if (error instanceof HttpError) {
+    const body = error.extra ? { error: error.message, ...error.extra } : { error: error.message };
+    return { status: error.status, body, headers: error.headers ?? {} };
+  }
+  if (isUnavailable(error)) {
+    const reason = error instanceof Error ? error.message : String(error);
+    logger.warn({ ...request, reason }, "unavailable");
+    return { status: 503, body: { error: "Service unavailable" }, headers: { "Retry-After": "5" } };
+  }
+  const requestId = randomUUID();
+  logger.error({ err: error, requestId, ...request }, "request failed");
+  return {
+    status: 500,
+    body: { error: "Internal server error", requestId },
+    headers: { "X-Request-Id": requestId },
+  };
+}
+
+/** Renders every error as JSON `{ error }`, as `answerError` decides. */
 export function createErrorHandler(
   logger: Logger,
   isUnavailable: (error: unknown) => boolean = () => false,
 ) {
   return (error: Error, c: Context) => {
     if (error instanceof HttpError) return renderError(c, error);
-    if (isUnavailable(error)) {
-      logger.warn({ method: c.req.method, path: c.req.path, reason: error.message }, "unavailable");
-      return c.json({ error: "Service unavailable" }, 503, { "Retry-After": "5" });
-    }
-    const requestId = randomUUID();
-    logger.error(
-      { err: error, requestId, method: c.req.method, path: c.req.path },
-      "request failed",
+    const answer = answerError(
+      error,
+      logger,
+      { method: c.req.method, path: c.req.path },
+      isUnavailable,
     );
-    return c.json({ error: "Internal server error", requestId }, 500, {
-      "X-Request-Id": requestId,
-    });
+    return c.json(answer.body, answer.status as ContentfulStatusCode, answer.headers);
   };
 }
 

@@ -1,11 +1,19 @@
 export { type OpenApiDocument, renderDocsPage } from "./docs-page.ts";
 export {
+  answerError,
   type BearerCredential,
   createErrorHandler,
   HttpError,
+  type PlainAnswer,
   readBearer,
   renderError,
   unauthorized,
 } from "./http-error.ts";
-export { type JsonBody, readHeader, readJsonBody, readTextBody } from "./read-body.ts";
+export {
+  type JsonBody,
+  readHeader,
+  readIncomingJson,
+  readJsonBody,
+  readTextBody,
+} from "./read-body.ts";
 export { type RunningServer, type ServableService, startServer } from "./server.ts";

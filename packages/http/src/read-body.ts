@@ -15,7 +15,22 @@ export type JsonBody = { ok: true; value: unknown } | { ok: false; empty: boolea
  * `Request` would build a web stream for every request, which costs more than the whole verify.
  */
 export async function readJsonBody(c: Context, maxBytes: number): Promise<JsonBody> {
-  const text = await readTextBody(c, maxBytes);
+  return parseJsonText(await readTextBody(c, maxBytes));
+}
+
+/**
+ * The body of a plain Node request as JSON, for a handler that runs before the framework: a
+ * 413 `HttpError` over `maxBytes` (by Content-Length or as it arrives).
+ */
+export async function readIncomingJson(
+  incoming: IncomingMessage,
+  maxBytes: number,
+): Promise<JsonBody> {
+  if (Number(incoming.headers["content-length"]) > maxBytes) throw tooLarge();
+  return parseJsonText(decode(await readIncoming(incoming, maxBytes)));
+}
+
+function parseJsonText(text: string | undefined): JsonBody {
   if (text === undefined) return { ok: false, empty: false };
   if (text.trim() === "") return { ok: false, empty: true };
   try {
@@ -36,6 +51,10 @@ export async function readTextBody(c: Context, maxBytes: number): Promise<string
   const bytes = incoming
     ? await readIncoming(incoming, maxBytes)
     : await readFetchBody(c.req.raw, maxBytes);
+  return decode(bytes);
+}
+
+function decode(bytes: Uint8Array): string | undefined {
   try {
     return utf8.decode(bytes);
   } catch {

@@ -1,9 +1,17 @@
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 
 /** A service as the server needs it: a Fetch handler and a way to close what it holds. */
 export interface ServableService {
   app: { fetch: (request: Request, env: never) => Response | Promise<Response> };
+  /** Answers the requests it claims (returns true) before the Fetch handler sees them. */
+  fastPath?: (request: IncomingMessage, response: ServerResponse) => boolean;
   close(): Promise<void>;
 }
 
@@ -21,8 +29,19 @@ export function startServer(
   options: { port: number; host?: string | undefined },
 ): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
+    const { fastPath } = service;
     const server = serve(
-      { fetch: service.app.fetch as never, port: options.port, hostname: options.host },
+      {
+        fetch: service.app.fetch as never,
+        port: options.port,
+        hostname: options.host,
+        createServer: fastPath
+          ? (((serverOptions: object, listener: RequestListener) =>
+              createServer(serverOptions, (request, response) => {
+                if (!fastPath(request, response)) listener(request, response);
+              })) as typeof createServer)
+          : undefined,
+      },
       (info: AddressInfo) => {
         const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
         resolve({

@@ -1,5 +1,6 @@
 import {
   HttpError,
+  type JsonBody,
   readBearer,
   readHeader,
   readJsonBody,
@@ -32,7 +33,18 @@ export interface VerifyLimits {
   perPartnerKey: RateLimiter;
   /** Unknown or revoked keys per client address. */
   badKeysPerIp: RateLimiter;
-  clientIp: (c: Context) => string;
+}
+
+/** A verify request as any HTTP layer hands it over; the body is read only when needed. */
+export interface VerifyInput {
+  authorization: string | undefined;
+  readBody: () => Promise<JsonBody>;
+  clientIp: () => string;
+}
+
+export interface Verified {
+  email: string;
+  expiresAt: number;
 }
 
 /**
@@ -41,29 +53,60 @@ export interface VerifyLimits {
  * Only failures are counted, so a success costs no write: a bad session token against the
  * partner key, an unknown or revoked partner key against the client address. Past the limit the
  * failure's answer becomes 429 (DESIGN.md section 8).
+ *
+ * Framework-free, so the same function answers through Hono and through the plain `node:http`
+ * fast path in front of it (`fast-verify.ts`).
  */
-export function verifyRoutes(ctx: IdentityContext, limits: VerifyLimits) {
-  return new Hono().post("/api/verify", async (c) => {
-    const bearer = readBearer(readHeader(c, "authorization"));
-    if (bearer.kind === "missing") return renderError(c, ERRORS.MISSING_OR_INVALID_PARTNER_KEY);
-    if (bearer.kind === "empty") return renderError(c, ERRORS.MISSING_PARTNER_KEY);
-    const body = await readJsonBody(c, MAX_BODY_BYTES);
-    if (!body.ok) return renderError(c, ERRORS.INVALID_JSON_BODY);
-    const request = VerifyRequest.safeParse(body.value);
-    if (!request.success) return renderError(c, ERRORS.INVALID_SESSION_TOKEN_FIELD);
+export async function verifyRequest(
+  ctx: IdentityContext,
+  limits: VerifyLimits,
+  input: VerifyInput,
+): Promise<Verified | HttpError> {
+  const bearer = readBearer(input.authorization);
+  if (bearer.kind === "missing") return ERRORS.MISSING_OR_INVALID_PARTNER_KEY;
+  if (bearer.kind === "empty") return ERRORS.MISSING_PARTNER_KEY;
+  const body = await input.readBody();
+  if (!body.ok) return ERRORS.INVALID_JSON_BODY;
+  const sessionToken = sessionTokenOf(body.value);
+  if (sessionToken === undefined) return ERRORS.INVALID_SESSION_TOKEN_FIELD;
 
-    const result = await verifySessionToken(ctx, bearer.value, request.data.sessionToken);
-    if (!result.ok) {
-      const limited =
-        result.code === "INVALID_SESSION_TOKEN"
-          ? await limits.perPartnerKey.take(result.partnerKeyId)
-          : await limits.badKeysPerIp.take(limits.clientIp(c));
-      if (!limited.ok) return renderError(c, tooManyRequests(limited));
-      return renderError(c, ERRORS[result.code]);
-    }
-    return c.json({ email: result.email }, 200, {
-      "Cache-Control": "no-store",
-      [TOKEN_EXPIRES_HEADER]: new Date(result.expiresAt).toISOString(),
+  const result = await verifySessionToken(ctx, bearer.value, sessionToken);
+  if (result.ok) return result;
+  const limited =
+    result.code === "INVALID_SESSION_TOKEN"
+      ? await limits.perPartnerKey.take(result.partnerKeyId)
+      : await limits.badKeysPerIp.take(input.clientIp());
+  return limited.ok ? ERRORS[result.code] : tooManyRequests(limited);
+}
+
+/** The headers of a 200: never cached by a proxy; the partner may cache until the expiry. */
+export function verifiedHeaders(verified: Verified): Record<string, string> {
+  return {
+    "Cache-Control": "no-store",
+    [TOKEN_EXPIRES_HEADER]: new Date(verified.expiresAt).toISOString(),
+  };
+}
+
+/** What `VerifyRequest` accepts (a JSON object with a non-empty string `sessionToken`), without
+ * a schema walk on the hot path. */
+function sessionTokenOf(value: unknown): string | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const token = (value as { sessionToken?: unknown }).sessionToken;
+  return typeof token === "string" && token !== "" ? token : undefined;
+}
+
+/** The Hono route, for everything that does not come through the fast path (and `app.request`). */
+export function verifyRoutes(
+  ctx: IdentityContext,
+  limits: VerifyLimits & { clientIp: (c: Context) => string },
+) {
+  return new Hono().post("/api/verify", async (c) => {
+    const answer = await verifyRequest(ctx, limits, {
+      authorization: readHeader(c, "authorization"),
+      readBody: () => readJsonBody(c, MAX_BODY_BYTES),
+      clientIp: () => limits.clientIp(c),
     });
+    if (answer instanceof HttpError) return renderError(c, answer);
+    return c.json({ email: answer.email }, 200, verifiedHeaders(answer));
   });
 }
