@@ -106,6 +106,38 @@ describe("verify() against the real identity service", () => {
   });
 
   describe("createVerifier with a cache", () => {
+    it("keys its cache by a WebCrypto digest where node:crypto is not offered (edge runtimes)", async () => {
+      const offered = process.getBuiltinModule;
+      Reflect.deleteProperty(process, "getBuiltinModule");
+      let edge: typeof import("../src/create-verifier.ts");
+      try {
+        // A fresh instance of the module, evaluated while the runtime offers no node:crypto.
+        edge = await import(`../src/create-verifier.ts?edge=${Date.now()}`);
+      } finally {
+        process.getBuiltinModule = offered;
+      }
+      let calls = 0;
+      const counting: typeof fetch = (input, init) => {
+        calls++;
+        return fetch(input, init);
+      };
+      const partner = await identity.createPartner({ name: "E", ownerEmail: "e@example.com" });
+      const key = await identity.createPartnerKey(partner.id);
+      const verifier = edge.createVerifier({
+        partnerKey: key.key,
+        apiUrl: identity.url,
+        cacheTtlMs: 30_000,
+        now: () => now,
+        fetch: counting,
+      });
+      const first = await mint();
+      const second = await mint();
+      for (const token of [first, second, first, second]) {
+        assert.equal((await verifier.verify(token)).ok, true);
+      }
+      assert.equal(calls, 2, "one call per distinct token, the repeats from the cache");
+    });
+
     it("reuses a success for at most cacheTtlMs, and never a failure", async () => {
       let calls = 0;
       const counting: typeof fetch = (input, init) => {
