@@ -35,8 +35,9 @@ export async function issueKey(
 }
 
 /**
- * Revokes a key. It takes effect on the next request in every process: nothing on the verify
- * or mint path caches a key's state.
+ * Revokes a key. It takes effect on the next request in every process: the verify and mint
+ * paths' key caches are checked against the database before each request trusts them
+ * (`store/cached-read.ts`).
  */
 export async function revokeKey(ctx: IdentityContext, kind: KeyKind, id: string) {
   const table = TABLES[kind];

@@ -47,7 +47,7 @@ export async function openIdentityService(
     fileName: "identity.sqlite",
   });
   try {
-    await migrateToLatest(database.db, "identity", identityMigrations);
+    await migrateToLatest(database.db, "identity", identityMigrations(database.engine));
     const store = createStore(database);
     const keyUsage = createKeyUsageRecorder(store, (error) =>
       logger.warn({ err: error }, "could not record key use"),

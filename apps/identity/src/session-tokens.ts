@@ -20,7 +20,7 @@ export async function mintSessionToken(
   perUserKey: RateLimiter,
 ): Promise<MintResult> {
   if (!isWellFormedKey("user", userKey)) return { ok: false, code: "INVALID_USER_KEY" };
-  ctx.store.beginHotRead();
+  await ctx.store.beginHotRead();
   const key = await ctx.store.findKeyByHash("user_keys", hashKey(userKey));
   if (!key) return { ok: false, code: "INVALID_USER_KEY" };
   if (key.revokedAt !== null) return { ok: false, code: "REVOKED_USER_KEY" };
@@ -63,7 +63,7 @@ export async function verifySessionToken(
   sessionToken: string,
 ): Promise<VerifyResult> {
   if (!isWellFormedKey("partner", partnerKey)) return { ok: false, code: "INVALID_PARTNER_KEY" };
-  ctx.store.beginHotRead();
+  await ctx.store.beginHotRead();
   const partner = await ctx.store.findKeyByHash("partner_keys", hashKey(partnerKey));
   if (!partner) return { ok: false, code: "INVALID_PARTNER_KEY" };
   const now = ctx.clock();

@@ -1,20 +1,30 @@
 const MAX_ENTRIES = 10_000;
 
+/** Tells whether the database may have changed since its previous call. */
+export type ChangeCheck = () => boolean | Promise<boolean>;
+
 /**
- * Wraps a single-row read in a cache that is emptied whenever the database may have changed
- * (`hasChanged`, checked once per `beginRequest`). Without a change detector (PostgreSQL, where
- * other instances write unseen) every read goes to the database.
+ * Wraps single-row reads in caches that are emptied whenever the database may have changed.
+ *
+ * `beginRequest()` resolves once a change check that *started after the call* has finished, so
+ * a request never trusts the cache on the strength of a check made before it arrived: whatever
+ * was committed before the request arrived — a revocation by this process, another process or
+ * another instance — is seen by it. Checks are shared, which is what makes them cheap: every
+ * request that arrives before a check starts waits for that one check. A check starts in the
+ * event loop's check phase (`setImmediate`), so the requests read from the sockets in one turn
+ * share it, and at most one runs at a time; requests arriving while one runs share the next.
+ * A failed check fails the requests that waited for it (no read is served unchecked).
  */
-export function createReadCaches(hasChanged: (() => boolean) | undefined) {
+export function createReadCaches(hasChanged: ChangeCheck) {
   let generation = 0;
+  const awaitCheck = shareChecks(async () => {
+    if (await hasChanged()) generation++;
+  });
   return {
-    /** Call once per request, before its cached reads. */
-    beginRequest(): void {
-      if (hasChanged?.()) generation++;
-    },
+    /** Call once per request, and await it, before its cached reads. */
+    beginRequest: awaitCheck,
 
     cached<Row>(read: (key: string) => Promise<Row | undefined>) {
-      if (!hasChanged) return read;
       let entries = new Map<string, Row | undefined>();
       let entriesGeneration = generation;
       return async (key: string): Promise<Row | undefined> => {
@@ -28,5 +38,36 @@ export function createReadCaches(hasChanged: (() => boolean) | undefined) {
         return row;
       };
     },
+  };
+}
+
+/**
+ * Runs `check` on behalf of many callers: a call resolves when a run that started after it ends.
+ * Callers join the next run until it starts; it starts in the check phase of the event loop, or
+ * as soon as the run before it ends.
+ */
+export function shareChecks(check: () => Promise<void>): () => Promise<void> {
+  let next: PromiseWithResolvers<void> | undefined;
+  let running = false;
+  const run = async () => {
+    const batch = next as PromiseWithResolvers<void>;
+    next = undefined;
+    running = true;
+    try {
+      await check();
+      batch.resolve();
+    } catch (error) {
+      batch.reject(error);
+    } finally {
+      running = false;
+      if (next) void run();
+    }
+  };
+  return () => {
+    if (!next) {
+      next = Promise.withResolvers<void>();
+      if (!running) setImmediate(run);
+    }
+    return next.promise;
   };
 }

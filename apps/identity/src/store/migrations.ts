@@ -1,10 +1,11 @@
+import type { Engine } from "@agentpass/db";
 import { type CreateTableBuilder, type Kysely, type Migration, sql } from "kysely";
 
 // biome-ignore lint/suspicious/noExplicitAny: migrations describe the schema before it is typed.
 type AnyDb = Kysely<any>;
 
 /** Forward-only migrations of the identity database, applied in name order at start-up. */
-export const identityMigrations: Record<string, Migration> = {
+export const identityMigrations = (engine: Engine): Record<string, Migration> => ({
   "0001_core": {
     async up(db: AnyDb) {
       await db.schema
@@ -65,7 +66,12 @@ export const identityMigrations: Record<string, Migration> = {
     },
   },
   "0002_dashboard": { up: (db) => dashboardMigration.up(db) },
-};
+  "0003_key_epoch": {
+    async up(db: AnyDb) {
+      if (engine === "postgres") await keyEpochMigration(db);
+    },
+  },
+});
 
 /** Sign-in by email code, browser sessions, device login and usage counters. */
 export const dashboardMigration: Migration = {
@@ -124,6 +130,39 @@ export const dashboardMigration: Migration = {
     )`.execute(db);
   },
 };
+
+/**
+ * PostgreSQL only: a counter bumped in the same transaction as any change that could alter a
+ * cached verify or mint read (a key created, revoked, re-owned or deleted; an account's email
+ * changed or the account deleted — its keys' deletion cascades). Instances read it before they
+ * trust their key caches (`store/cached-read.ts`). The triggers are deferred to commit, so the
+ * counter's row lock is always the last lock a transaction takes and cannot join a deadlock.
+ * Updates of `last_used_at` do not bump it. SQLite needs none: `PRAGMA data_version` tells.
+ */
+async function keyEpochMigration(db: AnyDb): Promise<void> {
+  await sql`CREATE TABLE key_epoch (
+    id integer PRIMARY KEY CHECK (id = 1),
+    value bigint NOT NULL
+  )`.execute(db);
+  await sql`INSERT INTO key_epoch (id, value) VALUES (1, 0)`.execute(db);
+  await sql`CREATE FUNCTION bump_key_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      UPDATE key_epoch SET value = value + 1 WHERE id = 1;
+      RETURN NULL;
+    END
+  $$`.execute(db);
+  const triggers = [
+    sql`CONSTRAINT TRIGGER user_keys_key_epoch
+      AFTER INSERT OR DELETE OR UPDATE OF secret_hash, revoked_at, account_id ON user_keys`,
+    sql`CONSTRAINT TRIGGER partner_keys_key_epoch
+      AFTER INSERT OR DELETE OR UPDATE OF secret_hash, revoked_at, partner_id ON partner_keys`,
+    sql`CONSTRAINT TRIGGER accounts_key_epoch AFTER DELETE OR UPDATE OF id, email ON accounts`,
+  ];
+  for (const trigger of triggers) {
+    await sql`CREATE ${trigger} DEFERRABLE INITIALLY DEFERRED
+      FOR EACH ROW EXECUTE FUNCTION bump_key_epoch()`.execute(db);
+  }
+}
 
 function addKeyColumns<T extends string>(table: CreateTableBuilder<T>): CreateTableBuilder<T> {
   return table

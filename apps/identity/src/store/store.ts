@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createPreparedQuery, type OpenedDatabase } from "@agentpass/db";
-import { createReadCaches } from "./cached-read.ts";
+import { type ChangeCheck, createReadCaches } from "./cached-read.ts";
 import type { IdentityDatabase } from "./schema.ts";
 
 export interface Account {
@@ -57,7 +57,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
   const ownerColumn = (table: KeyTableName) =>
     table === "user_keys" ? ("account_id" as const) : ("partner_id" as const);
   type KeyByHash = { id: string; ownerId: string; revokedAt: number | null };
-  const caches = createReadCaches(database.hasChanged);
+  const caches = createReadCaches(database.hasChanged ?? keyEpochCheck(database));
   const keyByHash = {
     user_keys: caches.cached(
       createPreparedQuery<KeyByHash>(
@@ -129,11 +129,13 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
     },
 
     /**
-     * Starts the reads of one verify or mint. On SQLite, key reads are cached until the database
-     * changes, checked here: a revocation by any process holds from the next request on.
+     * Starts the reads of one verify or mint; await it first. Key reads are cached until the
+     * database changes, which is checked here by a check that starts after the call (SQLite:
+     * `PRAGMA data_version` and this process's writes; PostgreSQL: the `key_epoch` counter), so a
+     * revocation by any process or instance holds from the next request on.
      */
-    beginHotRead(): void {
-      caches.beginRequest();
+    beginHotRead(): Promise<void> {
+      return caches.beginRequest();
     },
 
     /** The key whose hash is `secretHash`, revoked or not. */
@@ -304,4 +306,22 @@ function keyColumns(owner: "account_id" | "partner_id") {
     "last_used_at as lastUsedAt",
     "revoked_at as revokedAt",
   ] as const;
+}
+
+/**
+ * PostgreSQL: whether the key tables changed since the last call, from the `key_epoch` counter
+ * their triggers bump in the same transaction as the change (migration 0003).
+ */
+function keyEpochCheck(database: OpenedDatabase<IdentityDatabase>): ChangeCheck {
+  const readEpoch = createPreparedQuery<{ value: number }>(
+    database,
+    "SELECT value FROM key_epoch WHERE id = 1",
+  );
+  let seen: number | undefined;
+  return async () => {
+    const epoch = (await readEpoch())?.value;
+    if (epoch === seen) return false;
+    seen = epoch;
+    return true;
+  };
 }

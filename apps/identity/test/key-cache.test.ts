@@ -1,0 +1,161 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { testEngines } from "@agentpass/db/testing";
+import { loadConfig } from "../src/config.ts";
+import { revokeKey } from "../src/credentials.ts";
+import { openIdentityService } from "../src/service.ts";
+import { shareChecks } from "../src/store/cached-read.ts";
+import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
+
+/** A check the test finishes by hand, counting how many runs started. */
+function manualCheck() {
+  const runs: PromiseWithResolvers<void>[] = [];
+  return {
+    runs,
+    check: () => {
+      const run = Promise.withResolvers<void>();
+      runs.push(run);
+      return run.promise;
+    },
+  };
+}
+
+/** Which of `promises` have settled, after the microtasks and one event-loop turn ran. */
+async function settled(promises: Promise<unknown>[]): Promise<boolean[]> {
+  const done = promises.map(() => false);
+  for (const [index, promise] of promises.entries()) {
+    promise.then(
+      () => {
+        done[index] = true;
+      },
+      () => {
+        done[index] = true;
+      },
+    );
+  }
+  await nextTurn();
+  return done;
+}
+
+describe("shared change checks", () => {
+  it("lets every caller that arrives before a check starts share that one check", async () => {
+    const { runs, check } = manualCheck();
+    const awaitCheck = shareChecks(check);
+    const callers = Array.from({ length: 10 }, () => awaitCheck());
+    await nextTurn();
+    assert.equal(runs.length, 1);
+    runs[0]?.resolve();
+    assert.deepEqual(await settled(callers), Array(10).fill(true));
+  });
+
+  it("never lets a caller that arrives during a check trust it: it waits for the next one", async () => {
+    const { runs, check } = manualCheck();
+    const awaitCheck = shareChecks(check);
+    const early = awaitCheck();
+    await nextTurn();
+    assert.equal(runs.length, 1, "the first check has started");
+    const late = [awaitCheck(), awaitCheck()];
+    runs[0]?.resolve();
+    assert.deepEqual(await settled([early, ...late]), [true, false, false]);
+    assert.equal(runs.length, 2, "the next check started when the first ended");
+    runs[1]?.resolve();
+    assert.deepEqual(await settled(late), [true, true]);
+    assert.equal(runs.length, 2, "no check runs without a caller");
+  });
+
+  it("fails the callers of a failed check, and checks afresh for the next caller", async () => {
+    const { runs, check } = manualCheck();
+    const awaitCheck = shareChecks(check);
+    const failed = [awaitCheck(), awaitCheck()];
+    await nextTurn();
+    runs[0]?.reject(new Error("database unavailable"));
+    for (const caller of failed) await assert.rejects(caller, /database unavailable/);
+    const again = awaitCheck();
+    await nextTurn();
+    assert.equal(runs.length, 2);
+    runs[1]?.resolve();
+    await again;
+  });
+});
+
+const body = (sessionToken: string) => JSON.stringify({ sessionToken });
+
+for (const engine of testEngines()) {
+  describe(`key caches on the verify and mint paths (${engine})`, () => {
+    let identity: TestIdentity;
+    let other: Awaited<ReturnType<typeof openIdentityService>>;
+
+    before(async () => {
+      identity = await openTestIdentity(engine);
+      const loaded = loadConfig({ ...identity.env, LOG_LEVEL: "silent" });
+      if (!loaded.ok) throw new Error(loaded.error);
+      // Another instance on the same database, with its own caches.
+      other = await openIdentityService(loaded.config, { clock: identity.now });
+    });
+    after(async () => {
+      await other.close();
+      await identity.close();
+    });
+
+    const verifyOnOther = (partnerKey: string, token: string) =>
+      other.app.request("/api/verify", {
+        method: "POST",
+        headers: { authorization: `Bearer ${partnerKey}` },
+        body: body(token),
+      });
+    const mintOnOther = (userKey: string) =>
+      other.app.request("/api/session-tokens", {
+        method: "POST",
+        headers: { authorization: `Bearer ${userKey}` },
+      });
+
+    it("sees a revocation made by another instance on its very next request, every time", async () => {
+      const partner = await identity.partner();
+      for (let round = 0; round < 20; round++) {
+        const userKey = await identity.userKey();
+        const token = await identity.token(userKey.key);
+        // Warm the other instance's caches with both keys, twice.
+        for (let warm = 0; warm < 2; warm++) {
+          assert.equal((await verifyOnOther(partner.key, token)).status, 200);
+          assert.equal((await mintOnOther(userKey.key)).status, 201);
+        }
+        assert.deepEqual(await revokeKey(identity.ctx, "user", userKey.id), { ok: true });
+        const verified = await verifyOnOther(partner.key, token);
+        assert.equal(verified.status, 401, `round ${round}: verify after revocation`);
+        assert.equal((await mintOnOther(userKey.key)).status, 403, `round ${round}: mint`);
+      }
+    });
+
+    it("answers 403 for a partner key revoked by another instance on the next request", async () => {
+      const partner = await identity.partner();
+      const token = await identity.token((await identity.userKey()).key);
+      assert.equal((await verifyOnOther(partner.key, token)).status, 200);
+      assert.deepEqual(await revokeKey(identity.ctx, "partner", partner.keyId), { ok: true });
+      assert.equal((await verifyOnOther(partner.key, token)).status, 403);
+    });
+
+    it("stops verifying the tokens of a deleted account on the next request", async () => {
+      const partner = await identity.partner();
+      const userKey = await identity.userKey();
+      const token = await identity.token(userKey.key);
+      assert.equal((await verifyOnOther(partner.key, token)).status, 200);
+      await identity.ctx.store.deleteAccount(userKey.accountId);
+      assert.equal((await verifyOnOther(partner.key, token)).status, 401);
+      assert.equal((await mintOnOther(userKey.key)).status, 401);
+    });
+
+    it("answers requests that arrive together from one shared check, and all correctly", async () => {
+      const partner = await identity.partner();
+      const userKey = await identity.userKey();
+      const token = await identity.token(userKey.key);
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, () => verifyOnOther(partner.key, token)),
+      );
+      assert.deepEqual(
+        answers.map((answer) => answer.status),
+        Array(50).fill(200),
+      );
+    });
+  });
+}
