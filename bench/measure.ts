@@ -11,6 +11,8 @@ export interface Scenario {
   body?: string;
   /** The status every answer must have; anything else counts as an error. */
   expect: number;
+  /** The ceiling row this scenario is compared with; the first ceiling when absent. */
+  ceiling?: string;
 }
 
 export interface Measurement {
@@ -23,15 +25,14 @@ export interface Measurement {
   errors: number;
 }
 
-/** One probe request: does the scenario answer what it should before we load it? */
-export async function probe(scenario: Scenario): Promise<number> {
+/** One probe request: does the scenario answer what it should, and how large is the answer? */
+export async function probe(scenario: Scenario): Promise<{ status: number; bytes: number }> {
   const response = await fetch(scenario.url, {
     method: scenario.method,
     headers: scenario.headers,
     body: scenario.body,
   });
-  await response.arrayBuffer();
-  return response.status;
+  return { status: response.status, bytes: (await response.arrayBuffer()).byteLength };
 }
 
 /** Loads a scenario for `duration` seconds over `connections`, sampling the server's RSS. */

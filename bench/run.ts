@@ -34,6 +34,8 @@ const duration = smoke ? 1 : Number(values.duration);
 const connections = smoke ? 10 : Number(values.connections);
 const noteCount = smoke ? 500 : Number(values.notes);
 const only = values.only?.split(",");
+/** Answers up to this size are compared with the bare ceiling (a verify answer's size). */
+const LARGE_ANSWER_BYTES = 1024;
 
 const work = mkdtempSync(join(tmpdir(), "agentpass-bench-"));
 const servers: Server[] = [];
@@ -225,14 +227,40 @@ try {
   };
 
   const results = new Map<string, Measurement[]>();
+  /** Scenario name → the size of its answer, for those compared with a sized ceiling. */
+  const answerBytes = new Map<string, number>();
   for (let round = 1; round <= rounds; round++) {
-    for (const scenario of await scenarios()) {
-      const status = await probe(scenario);
-      if (status !== scenario.expect) {
-        console.error(`bench: ${scenario.name} answered ${status}, expected ${scenario.expect}`);
+    const [bare, ...rest] = await scenarios();
+    if (!bare) throw new Error("no ceiling scenario");
+    const answering: Scenario[] = [];
+    for (const scenario of rest) {
+      const probed = await probe(scenario);
+      if (probed.status !== scenario.expect) {
+        console.error(
+          `bench: ${scenario.name} answered ${probed.status}, expected ${scenario.expect}`,
+        );
         failed = true;
         continue;
       }
+      // Sized in the first round: later rounds' pages hold the short notes the bench wrote.
+      if (round === 1 && probed.bytes > LARGE_ANSWER_BYTES) {
+        answerBytes.set(scenario.name, probed.bytes);
+      }
+      answering.push(scenario);
+    }
+    // An answer larger than a verify answer is compared with a ceiling writing as many bytes.
+    const sized = new Map<string, Scenario>();
+    for (const scenario of answering) {
+      const bytes = answerBytes.get(scenario.name);
+      if (bytes === undefined) continue;
+      scenario.ceiling = sizedCeilingName(bytes);
+      sized.set(scenario.ceiling, {
+        ...bare,
+        name: scenario.ceiling,
+        url: `${ceiling.url}/?bytes=${bytes}`,
+      });
+    }
+    for (const scenario of [bare, ...sized.values(), ...answering]) {
       const measurement = await measure(scenario, { duration, connections });
       if (measurement.errors > 0) failed = true;
       results.set(scenario.name, [...(results.get(scenario.name) ?? []), measurement]);
@@ -242,7 +270,14 @@ try {
     }
   }
 
-  const medians = [...results].map(([name, measured]) => ({ name, ...median(measured) }));
+  const medians = [...results].map(([name, measured]) => {
+    const bytes = answerBytes.get(name);
+    return {
+      name,
+      ceiling: bytes === undefined ? undefined : sizedCeilingName(bytes),
+      ...median(measured),
+    };
+  });
   printTable(medians, { engine, rounds, duration, connections, notes: noteCount });
   mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
   const file = join(
@@ -276,6 +311,10 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);
+
+function sizedCeilingName(bytes: number): string {
+  return `ceiling, ${(bytes / 1024).toFixed(1)} KB answer`;
+}
 
 async function start(name: string, args: string[], env: Record<string, string>): Promise<Server> {
   const server = await startServer(name, args, env);

@@ -1,4 +1,5 @@
-import nodemailer from "nodemailer";
+import { createRequire } from "node:module";
+import type nodemailer from "nodemailer";
 import type { Logger } from "pino";
 
 export interface Mail {
@@ -26,7 +27,9 @@ export function createMailer(smtpUrl: string | undefined, from: string, logger: 
       },
     };
   }
-  const transport = nodemailer.createTransport(smtpUrl);
+  // Loaded only when mail is to be sent: without SMTP_URL the process never holds its code.
+  const mailer = createRequire(import.meta.url)("nodemailer") as typeof nodemailer;
+  const transport = mailer.createTransport(smtpUrl);
   return {
     async send(mail) {
       try {

@@ -1,5 +1,6 @@
 import { HttpError } from "@agentpass/http";
-import { Redis } from "ioredis";
+import { createRequire } from "node:module";
+import type { Redis } from "ioredis";
 import { type Kysely, sql } from "kysely";
 import type { Clock } from "./clock.ts";
 import type { IdentityDatabase } from "./store/schema.ts";
@@ -136,7 +137,11 @@ export function createRedisRateLimitStore(
   url: string,
   onError: (error: Error) => void,
 ): RateLimitStore {
-  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+  // Loaded only when REDIS_URL is set: its code is ~20 MB of a process's memory.
+  const { Redis: RedisClient } = createRequire(import.meta.url)("ioredis") as {
+    Redis: typeof Redis;
+  };
+  const redis = new RedisClient(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
   const fallback = createMemoryRateLimitStore();
   let reported = false;
   // Requests that come before the first connection settles wait for it rather than count apart.

@@ -1,8 +1,9 @@
+import { isoTime } from "./iso-time.ts";
 import type { Note, Tag } from "./store/store.ts";
 
 /** The JSON form of a tag: dates as ISO 8601 with milliseconds, UTC. */
 export function presentTag(tag: Tag) {
-  return { id: tag.id, name: tag.name, createdAt: new Date(tag.createdAt).toISOString() };
+  return { id: tag.id, name: tag.name, createdAt: isoTime(tag.createdAt) };
 }
 
 /** The JSON form of a note, the same in lists and single answers. */
@@ -12,8 +13,8 @@ export function presentNote(note: Note) {
     title: note.title,
     content: note.content,
     contentText: note.contentText,
-    createdAt: new Date(note.createdAt).toISOString(),
-    updatedAt: new Date(note.updatedAt).toISOString(),
+    createdAt: isoTime(note.createdAt),
+    updatedAt: isoTime(note.updatedAt),
     tags: note.tags.map(presentTag),
   };
 }

