@@ -1,5 +1,5 @@
-import { HttpError } from "@agentpass/http";
 import { createRequire } from "node:module";
+import { HttpError } from "@agentpass/http";
 import type { Redis } from "ioredis";
 import { type Kysely, sql } from "kysely";
 import type { Clock } from "./clock.ts";
