@@ -13,6 +13,8 @@ export interface Scenario {
   expect: number;
   /** The ceiling row this scenario is compared with; the first ceiling when absent. */
   ceiling?: string;
+  /** Connections for this scenario, when not the run's (a latency measured without a queue). */
+  connections?: number;
 }
 
 export interface Measurement {
@@ -50,7 +52,7 @@ export async function measure(
       method: scenario.method,
       headers: scenario.headers,
       body: scenario.body,
-      connections: options.connections,
+      connections: scenario.connections ?? options.connections,
       duration: options.duration,
     });
     const stats =

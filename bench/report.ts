@@ -2,7 +2,7 @@ import type { Measurement } from "./measure.ts";
 
 /**
  * Prints the medians as a markdown table, each rate also as a ratio to its ceiling's: the
- * ceiling row it names, else the first.
+ * ceiling row it names, else the first; none for a row measured at other connections ("none").
  */
 export function printTable(
   rows: (Measurement & { name: string; ceiling?: string | undefined })[],
@@ -10,8 +10,10 @@ export function printTable(
 ): void {
   const ceilings = rows.filter((row) => row.name.startsWith("ceiling"));
   const ceilingOf = (row: { ceiling?: string | undefined }) =>
-    (ceilings.find((candidate) => candidate.name === row.ceiling) ?? ceilings[0])
-      ?.requestsPerSecond ?? 0;
+    row.ceiling === "none"
+      ? 0
+      : ((ceilings.find((candidate) => candidate.name === row.ceiling) ?? ceilings[0])
+          ?.requestsPerSecond ?? 0);
   const fixed = (value: number, digits = 1) => value.toFixed(digits);
   console.log(
     `\n${options.engine}, ${options.rounds} round(s) x ${options.duration} s, ${options.connections} connections, ${options.notes} notes; medians\n`,
