@@ -1,11 +1,11 @@
 import type { IncomingMessage } from "node:http";
 import { isDatabaseUnavailable } from "@agentpass/db";
-import { createErrorHandler } from "@agentpass/http";
+import { createErrorHandler, type FastPath } from "@agentpass/http";
 import { type Context, Hono } from "hono";
 import type { Logger } from "pino";
 import type { RateLimitSettings } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
-import { createVerifyFastPath, type FastPath } from "./fast-verify.ts";
+import { createVerifyFastPath } from "./fast-verify.ts";
 import { rateLimits } from "./limits.ts";
 import type { Mailer } from "./mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "./rate-limit.ts";

@@ -1,13 +1,16 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { isDatabaseUnavailable } from "@agentpass/db";
-import { answerError, HttpError, readIncomingJson } from "@agentpass/http";
+import {
+  answerError,
+  type FastPath,
+  HttpError,
+  incomingHeader,
+  readIncomingJson,
+  writeJson,
+} from "@agentpass/http";
 import type { Logger } from "pino";
 import type { IdentityContext } from "./context.ts";
 import { MAX_BODY_BYTES } from "./limits.ts";
 import { type VerifyLimits, verifiedHeaders, verifyRequest } from "./routes/verify.ts";
-
-/** A handler that runs before the framework; false means "not mine, pass it on". */
-export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean;
 
 /**
  * `POST /api/verify` answered straight from `node:http`, in front of Hono: the one route on
@@ -24,14 +27,14 @@ export function createVerifyFastPath(
   return (request, response) => {
     if (request.method !== "POST" || !isVerifyPath(request.url)) return false;
     verifyRequest(ctx, limits, {
-      authorization: headerOf(request, "authorization"),
+      authorization: incomingHeader(request, "authorization"),
       readBody: () => readIncomingJson(request, MAX_BODY_BYTES),
       clientIp: () => request.socket.remoteAddress ?? "unknown",
     }).then(
       (answer) =>
         answer instanceof HttpError
-          ? send(response, answer.status, { error: answer.message }, answer.headers)
-          : send(response, 200, { email: answer.email }, verifiedHeaders(answer)),
+          ? writeJson(response, answer.status, { error: answer.message }, answer.headers)
+          : writeJson(response, 200, { email: answer.email }, verifiedHeaders(answer)),
       (error: unknown) => {
         const answer = answerError(
           error,
@@ -39,7 +42,7 @@ export function createVerifyFastPath(
           { method: "POST", path: "/api/verify" },
           isDatabaseUnavailable,
         );
-        send(response, answer.status, answer.body, answer.headers);
+        writeJson(response, answer.status, answer.body, answer.headers);
       },
     );
     return true;
@@ -48,25 +51,4 @@ export function createVerifyFastPath(
 
 function isVerifyPath(url: string | undefined): boolean {
   return url === "/api/verify" || (url?.startsWith("/api/verify?") ?? false);
-}
-
-function headerOf(request: IncomingMessage, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value.join(", ") : value;
-}
-
-function send(
-  response: ServerResponse,
-  status: number,
-  body: Record<string, unknown>,
-  headers: Record<string, string> | undefined,
-): void {
-  const json = JSON.stringify(body);
-  response.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(json),
-    "x-content-type-options": "nosniff",
-    ...headers,
-  });
-  response.end(json);
 }

@@ -1,4 +1,5 @@
 import { migrateToLatest, openDatabase } from "@agentpass/db";
+import type { FastPath } from "@agentpass/http";
 import type { Hono } from "hono";
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
@@ -6,7 +7,6 @@ import { createApp } from "./app.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
-import type { FastPath } from "./fast-verify.ts";
 import { createKeyUsageRecorder } from "./key-usage.ts";
 import { createLogger } from "./logger.ts";
 import { createMailer } from "./mailer.ts";

@@ -24,7 +24,15 @@ export async function readBody<T extends ZodType>(c: Context, schema: T): Promis
 
 /** Query parameters validated by `schema`: 400 `Invalid query parameters` otherwise. */
 export function readQuery<T extends ZodType>(c: Context, schema: T): z.output<T> {
-  const parsed = schema.safeParse(c.req.query());
+  return parseQuery(schema, c.req.query());
+}
+
+/** `readQuery` for parameters already taken from the URL. */
+export function parseQuery<T extends ZodType>(
+  schema: T,
+  params: Record<string, string>,
+): z.output<T> {
+  const parsed = schema.safeParse(params);
   if (!parsed.success) throw invalid("Invalid query parameters", z.flattenError(parsed.error));
   return parsed.data;
 }

@@ -1,10 +1,12 @@
 import { migrateToLatest, openDatabase } from "@agentpass/db";
+import type { FastPath } from "@agentpass/http";
 import { createVerifier, type Verifier } from "@agentpass/verify";
 import type { Hono } from "hono";
 import pino, { type Logger } from "pino";
 import { createNotesApp } from "./app.ts";
 import type { NotesConfig } from "./config.ts";
 import type { NotesContext, NotesEnv } from "./context.ts";
+import { createListFastPath } from "./fast-list.ts";
 import { notesMigrations } from "./store/migrations.ts";
 import type { NotesDatabase } from "./store/schema.ts";
 import { createNotesStore } from "./store/store.ts";
@@ -16,6 +18,8 @@ export const NOTES_CACHE_MB = 64;
 
 export interface NotesService {
   app: Hono<NotesEnv>;
+  /** The plain list straight from node:http; `startServer` puts it in front of `app`. */
+  fastPath: FastPath;
   ctx: NotesContext;
   logger: Logger;
   close(): Promise<void>;
@@ -54,7 +58,8 @@ export async function openNotesService(
         }),
     };
     const app = createNotesApp(ctx, { logger, publicUrl: config.publicUrl });
-    return { app, ctx, logger, close: () => database.close() };
+    const fastPath = createListFastPath(ctx, logger);
+    return { app, fastPath, ctx, logger, close: () => database.close() };
   } catch (error) {
     await database.close();
     throw error;

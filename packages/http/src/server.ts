@@ -6,12 +6,13 @@ import {
 } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import type { FastPath } from "./fast-path.ts";
 
 /** A service as the server needs it: a Fetch handler and a way to close what it holds. */
 export interface ServableService {
   app: { fetch: (request: Request, env: never) => Response | Promise<Response> };
   /** Answers the requests it claims (returns true) before the Fetch handler sees them. */
-  fastPath?: (request: IncomingMessage, response: ServerResponse) => boolean;
+  fastPath?: FastPath;
   close(): Promise<void>;
 }
 

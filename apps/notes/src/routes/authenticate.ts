@@ -2,6 +2,7 @@ import { HttpError, readHeader } from "@agentpass/http";
 import { authenticate, canonicalizeEmail, SESSION_TOKEN_HEADER } from "@agentpass/verify";
 import type { MiddlewareHandler } from "hono";
 import type { NotesContext, NotesEnv } from "../context.ts";
+import type { User } from "../store/store.ts";
 
 const RETRY_AFTER = { "Retry-After": "5" };
 
@@ -12,14 +13,22 @@ const RETRY_AFTER = { "Retry-After": "5" };
  */
 export function requireUser(ctx: NotesContext): MiddlewareHandler<NotesEnv> {
   return async (c, next) => {
-    const auth = await authenticate(ctx.verifier, readHeader(c, SESSION_TOKEN_HEADER) ?? null);
-    if (!auth.ok) {
-      throw new HttpError(auth.status, auth.error, auth.status === 503 ? RETRY_AFTER : undefined);
-    }
-    const email = canonicalizeEmail(auth.email);
-    const user = email.ok ? await ctx.store.findUserByEmail(email.email) : undefined;
-    if (!user) throw new HttpError(401, "No account for this user");
-    c.set("user", user);
+    c.set("user", await authenticateUser(ctx, readHeader(c, SESSION_TOKEN_HEADER)));
     await next();
   };
+}
+
+/** The local user behind a session token; throws the `HttpError` to answer otherwise. */
+export async function authenticateUser(
+  ctx: NotesContext,
+  sessionToken: string | undefined,
+): Promise<User> {
+  const auth = await authenticate(ctx.verifier, sessionToken ?? null);
+  if (!auth.ok) {
+    throw new HttpError(auth.status, auth.error, auth.status === 503 ? RETRY_AFTER : undefined);
+  }
+  const email = canonicalizeEmail(auth.email);
+  const user = email.ok ? await ctx.store.findUserByEmail(email.email) : undefined;
+  if (!user) throw new HttpError(401, "No account for this user");
+  return user;
 }

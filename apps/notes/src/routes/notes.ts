@@ -4,17 +4,22 @@ import type { NotesContext, NotesEnv } from "../context.ts";
 import { presentNote } from "../presenters.ts";
 import { readBody, readId, readQuery } from "../request.ts";
 import { NoteCreate, NoteListQuery, NotePatch } from "../schemas.ts";
+import type { ListQuery } from "../store/store.ts";
 
 const NOT_FOUND = new HttpError(404, "Note not found");
+
+/** The answer of `GET /api/notes`, here and on the fast path (`fast-list.ts`). */
+export async function notesPage(ctx: NotesContext, userId: string, query: ListQuery) {
+  const { notes, total } = await ctx.store.listNotes(userId, query);
+  return { notes: notes.map(presentNote), total };
+}
 
 /** /api/notes: list and search, read, create, update, delete — the caller's notes only. */
 export function noteRoutes(ctx: NotesContext) {
   return new Hono<NotesEnv>()
-    .get("/api/notes", async (c) => {
-      const query = readQuery(c, NoteListQuery);
-      const { notes, total } = await ctx.store.listNotes(c.var.user.id, query);
-      return c.json({ notes: notes.map(presentNote), total });
-    })
+    .get("/api/notes", async (c) =>
+      c.json(await notesPage(ctx, c.var.user.id, readQuery(c, NoteListQuery))),
+    )
     .get("/api/notes/:id", async (c) => {
       const note = await ctx.store.getNote(c.var.user.id, readId(c, "note"));
       if (!note) throw NOT_FOUND;

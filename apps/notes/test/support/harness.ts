@@ -40,6 +40,7 @@ export async function openTestNotes(engine: Engine, identityEnv: Record<string, 
 
   const notes = {
     app: service.app,
+    service,
     store: service.ctx.store,
     identity,
     partner: { id: partner.id, keyId: partnerKey.id },

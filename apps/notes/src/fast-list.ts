@@ -1,0 +1,43 @@
+import { isDatabaseUnavailable } from "@agentpass/db";
+import { answerError, type FastPath, incomingHeader, writeJson } from "@agentpass/http";
+import { SESSION_TOKEN_HEADER } from "@agentpass/verify";
+import type { Logger } from "pino";
+import type { NotesContext } from "./context.ts";
+import { parseQuery } from "./request.ts";
+import { authenticateUser } from "./routes/authenticate.ts";
+import { notesPage } from "./routes/notes.ts";
+import { NoteListQuery } from "./schemas.ts";
+
+/**
+ * The plain list — `GET /api/notes`, with at most `limit` and `offset` as digits — the call
+ * an agent makes most, answered straight from `node:http` in front of Hono. The same functions
+ * as the Hono route and its middleware decide (`authenticateUser`, `parseQuery`, `notesPage`),
+ * so the answers are the same bytes (tested side by side); any other URL, where Hono's own
+ * decoding of the query would matter, is passed on.
+ */
+const PLAIN_LIST = /^\/api\/notes(?:\?(limit|offset)=(\d{1,16})(?:&(limit|offset)=(\d{1,16}))?)?$/;
+
+export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath {
+  return (request, response) => {
+    if (request.method !== "GET") return false;
+    const match = PLAIN_LIST.exec(request.url ?? "");
+    if (!match) return false;
+    const [, firstName, firstValue, secondName, secondValue] = match;
+    if (firstName !== undefined && firstName === secondName) return false;
+    const params: Record<string, string> = {};
+    if (firstName && firstValue) params[firstName] = firstValue;
+    if (secondName && secondValue) params[secondName] = secondValue;
+    const token = incomingHeader(request, SESSION_TOKEN_HEADER);
+    authenticateUser(ctx, token)
+      .then((user) => notesPage(ctx, user.id, parseQuery(NoteListQuery, params)))
+      .then(
+        (page) => writeJson(response, 200, page, undefined),
+        (error: unknown) => {
+          const path = "/api/notes";
+          const answer = answerError(error, logger, { method: "GET", path }, isDatabaseUnavailable);
+          writeJson(response, answer.status, answer.body, answer.headers);
+        },
+      );
+    return true;
+  };
+}
