@@ -5,7 +5,7 @@ import { type Context, Hono } from "hono";
 import type { Logger } from "pino";
 import type { RateLimitSettings } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
-import { createVerifyFastPath } from "./fast-verify.ts";
+import { createIdentityFastPath } from "./fast-paths.ts";
 import { rateLimits } from "./limits.ts";
 import type { Mailer } from "./mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "./rate-limit.ts";
@@ -38,7 +38,7 @@ function clientIp(c: Context): string {
 
 /**
  * The identity service's HTTP interface: the Hono app, and the plain `node:http` fast path for
- * `/api/verify` that a server puts in front of it. It knows the domain only through `ctx`.
+ * `/api/verify` and `/api/session-tokens` that a server puts in front of it. It knows the domain only through `ctx`.
  */
 export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath } {
   const { ctx, logger, publicUrl, mailer } = options;
@@ -56,11 +56,9 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
   const guard = createWebGuard(ctx, { secure: publicUrl.startsWith("https://") });
 
   const verifyLimits = { perPartnerKey: limiter("failedVerifiesPerPartnerKey"), badKeysPerIp };
+  const mintLimits = { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp };
   app.route("/", verifyRoutes(ctx, { ...verifyLimits, clientIp }));
-  app.route(
-    "/",
-    sessionTokenRoutes(ctx, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp, clientIp }),
-  );
+  app.route("/", sessionTokenRoutes(ctx, { ...mintLimits, clientIp }));
   app.route("/", healthRoutes(ctx));
   app.route("/", docsRoutes(publicUrl));
   app.route("/", directoryRoutes(ctx, guard));
@@ -90,5 +88,6 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
   );
   app.notFound((c) => c.json({ error: "Not found" }, 404));
   app.onError(createErrorHandler(logger, isDatabaseUnavailable));
-  return { app, fastPath: createVerifyFastPath(ctx, verifyLimits, logger) };
+  const fastPath = createIdentityFastPath(ctx, { verify: verifyLimits, mint: mintLimits }, logger);
+  return { app, fastPath };
 }

@@ -55,7 +55,7 @@ export interface Verified {
  * failure's answer becomes 429 (DESIGN.md section 8).
  *
  * Framework-free, so the same function answers through Hono and through the plain `node:http`
- * fast path in front of it (`fast-verify.ts`).
+ * fast path in front of it (`fast-paths.ts`).
  */
 export async function verifyRequest(
   ctx: IdentityContext,
