@@ -6,9 +6,9 @@ export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 /**
  * How the services are run, as the README recommends for production: a young generation of at
- * most 8 MB per semi-space keeps the heap V8 reserves (and so the RSS) small under load.
+ * most 4 MB per semi-space keeps the heap V8 reserves (and so the RSS) small under load.
  */
-export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=8"];
+export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4"];
 
 export interface Server {
   name: string;
