@@ -38,7 +38,8 @@ function clientIp(c: Context): string {
 
 /**
  * The identity service's HTTP interface: the Hono app, and the plain `node:http` fast path for
- * `/api/verify` and `/api/session-tokens` that a server puts in front of it. It knows the domain only through `ctx`.
+ * `/api/verify` and `/api/session-tokens` that a server puts in front of it. It knows the
+ * domain only through `ctx`.
  */
 export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath } {
   const { ctx, logger, publicUrl, mailer } = options;

@@ -8,6 +8,9 @@ import { authenticateUser } from "./routes/authenticate.ts";
 import { notesPage } from "./routes/notes.ts";
 import { NoteListQuery } from "./schemas.ts";
 
+/** `/api/notes`, optionally with `limit` and `offset` (each at most once) as digits. */
+const PLAIN_LIST = /^\/api\/notes(?:\?(limit|offset)=(\d{1,16})(?:&(limit|offset)=(\d{1,16}))?)?$/;
+
 /**
  * The plain list — `GET /api/notes`, with at most `limit` and `offset` as digits — the call
  * an agent makes most, answered straight from `node:http` in front of Hono. The same functions
@@ -15,8 +18,6 @@ import { NoteListQuery } from "./schemas.ts";
  * so the answers are the same bytes (tested side by side); any other URL, where Hono's own
  * decoding of the query would matter, is passed on.
  */
-const PLAIN_LIST = /^\/api\/notes(?:\?(limit|offset)=(\d{1,16})(?:&(limit|offset)=(\d{1,16}))?)?$/;
-
 export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath {
   return (request, response) => {
     if (request.method !== "GET") return false;

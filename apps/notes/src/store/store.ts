@@ -118,7 +118,8 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
   /**
    * The notes with a tag or matching a search. One pass over the matches orders them and
    * counts them (a window function) reading only their ids; then only the page's notes are read
-   * in full. Sorting whole notes made a search over 2,000 matches twice as slow.
+   * in full (sorting whole notes made a search over 2,000 matches 1.5 times as slow). A note
+   * deleted between the two reads is left out of the page, as if deleted just before.
    */
   async function filteredList(userId: string, query: ListQuery, condition: Condition | null) {
     let filtered = db.selectFrom("notes").where("user_id", "=", userId);
