@@ -16,6 +16,7 @@ import { parseArgs } from "node:util";
 import { migrateToLatest, openDatabase } from "@agentpass/db";
 import { sql } from "kysely";
 import pg from "pg";
+import { NOTES_CACHE_MB } from "../apps/notes/src/service.ts";
 import { notesMigrations } from "../apps/notes/src/store/migrations.ts";
 import type { NotesDatabase } from "../apps/notes/src/store/schema.ts";
 import { createNotesStore } from "../apps/notes/src/store/store.ts";
@@ -70,7 +71,13 @@ if (adminUrl) {
   };
 }
 
-const database = openDatabase<NotesDatabase>({ databaseUrl, dataDir, fileName: "notes.sqlite" });
+// Opened as the notes API opens it (the same SQLite page cache).
+const database = openDatabase<NotesDatabase>({
+  databaseUrl,
+  dataDir,
+  fileName: "notes.sqlite",
+  cacheMb: NOTES_CACHE_MB,
+});
 try {
   await migrateToLatest(database.db, "notes", notesMigrations(database.engine));
   const store = createNotesStore(database);
