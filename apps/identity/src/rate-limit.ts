@@ -95,29 +95,72 @@ export function createMemoryRateLimitStore(): RateLimitStore {
   };
 }
 
-/** Counters in the `rate_limits` table: every instance on one PostgreSQL shares them. */
+/**
+ * Counters in the `rate_limits` table: every instance on one PostgreSQL shares them.
+ *
+ * Hits on one counter are batched: while its upsert is in flight, further hits wait, and the
+ * next upsert adds them all at once (`count + n`) and hands each its own count in arrival order
+ * (`total - n + 1` … `total`). The counts stay exact across instances — each hit gets a distinct
+ * count, as if the hits had been upserted one by one — but a busy key costs one round trip per
+ * batch instead of one per hit, each waiting for the row's lock (measured on one key: ~1,900
+ * mints/s unbatched).
+ */
 export function createDatabaseRateLimitStore(db: Kysely<IdentityDatabase>): RateLimitStore {
   let hits = 0;
+  /** Hits waiting for their counter's next upsert, by window and counter. */
+  const waiting = new Map<string, PromiseWithResolvers<number>[]>();
+  const inFlight = new Set<string>();
+
+  async function add(bucket: string, windowStart: number, n: number): Promise<number> {
+    const row = await db
+      .insertInto("rate_limits")
+      .values({ key: bucket, window_start: windowStart, count: n })
+      .onConflict((oc) =>
+        oc.column("key").doUpdateSet({
+          count: sql`CASE WHEN rate_limits.window_start = excluded.window_start THEN rate_limits.count + excluded.count ELSE excluded.count END`,
+          window_start: sql`excluded.window_start`,
+        }),
+      )
+      .returning("count")
+      .executeTakeFirstOrThrow();
+    hits += n;
+    if (hits >= 1000) {
+      hits = 0;
+      await db
+        .deleteFrom("rate_limits")
+        .where("window_start", "<", windowStart - 86_400_000)
+        .execute();
+    }
+    return Number(row.count);
+  }
+
+  async function flush(id: string, bucket: string, windowStart: number): Promise<void> {
+    const batch = waiting.get(id) ?? [];
+    waiting.delete(id);
+    inFlight.add(id);
+    try {
+      const total = await add(bucket, windowStart, batch.length);
+      for (const [index, hit] of batch.entries()) hit.resolve(total - batch.length + 1 + index);
+    } catch (error) {
+      for (const hit of batch) hit.reject(error);
+    } finally {
+      inFlight.delete(id);
+      if (waiting.has(id)) void flush(id, bucket, windowStart);
+    }
+  }
+
   return {
-    async hit(bucket, windowStart) {
-      const row = await db
-        .insertInto("rate_limits")
-        .values({ key: bucket, window_start: windowStart, count: 1 })
-        .onConflict((oc) =>
-          oc.column("key").doUpdateSet({
-            count: sql`CASE WHEN rate_limits.window_start = excluded.window_start THEN rate_limits.count + 1 ELSE 1 END`,
-            window_start: sql`excluded.window_start`,
-          }),
-        )
-        .returning("count")
-        .executeTakeFirstOrThrow();
-      if (++hits % 1000 === 0) {
-        await db
-          .deleteFrom("rate_limits")
-          .where("window_start", "<", windowStart - 86_400_000)
-          .execute();
+    hit(bucket, windowStart) {
+      const id = `${windowStart}:${bucket}`;
+      const hit = Promise.withResolvers<number>();
+      const batch = waiting.get(id);
+      if (batch) {
+        batch.push(hit);
+      } else {
+        waiting.set(id, [hit]);
+        if (!inFlight.has(id)) void flush(id, bucket, windowStart);
       }
-      return Number(row.count);
+      return hit.promise;
     },
     async close() {},
   };

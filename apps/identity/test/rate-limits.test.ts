@@ -4,6 +4,7 @@ import { after, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
 import { startServer } from "@agentpass/http";
 import { loadConfig } from "../src/config.ts";
+import { createDatabaseRateLimitStore } from "../src/rate-limit.ts";
 import { openIdentityService } from "../src/service.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
@@ -199,6 +200,55 @@ for (const engine of testEngines()) {
           statuses.push(response.status);
         }
         assert.deepEqual(statuses, [201, 201, 201, 429, 429]);
+      });
+    }
+
+    if (engine === "postgres") {
+      it("hands every concurrent hit a distinct count when hits are batched, across instances", async () => {
+        const identity = await open();
+        const second = await secondInstance(identity, LIMITS);
+        opened.push(second);
+        const stores = [identity.ctx.store.db, second.ctx.store.db].map((db) =>
+          createDatabaseRateLimitStore(db),
+        );
+        const window = Date.UTC(2026, 10, 23, 12, 0);
+        // 120 hits at once on one counter, half through each instance's store: each store
+        // batches its hits, and the two batch streams interleave on the row.
+        const counts = await Promise.all(
+          Array.from({ length: 120 }, (_, i) =>
+            (stores[i % 2] as (typeof stores)[number]).hit("batch-test", window, 60_000),
+          ),
+        );
+        assert.deepEqual(
+          [...counts].sort((a, b) => a - b),
+          Array.from({ length: 120 }, (_, i) => i + 1),
+        );
+        const row = await identity.ctx.store.db
+          .selectFrom("rate_limits")
+          .select("count")
+          .where("key", "=", "batch-test")
+          .executeTakeFirstOrThrow();
+        assert.equal(Number(row.count), 120);
+        // A new window starts the count again.
+        assert.equal(await stores[0]?.hit("batch-test", window + 60_000, 60_000), 1);
+      });
+
+      it("lets exactly the limit through when mints arrive at once on two instances", async () => {
+        const identity = await open();
+        const second = await secondInstance(identity, LIMITS);
+        opened.push(second);
+        const { key } = await identity.userKey();
+        const answers = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            (i % 2 ? second.app : identity.app).request("/api/session-tokens", {
+              method: "POST",
+              headers: { authorization: `Bearer ${key}` },
+            }),
+          ),
+        );
+        const statuses = answers.map((answer) => answer.status);
+        assert.equal(statuses.filter((status) => status === 201).length, 3);
+        assert.equal(statuses.filter((status) => status === 429).length, 9);
       });
     }
 
