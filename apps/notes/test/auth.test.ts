@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import { testEngines } from "@agentpass/db/testing";
 import { openTestNotes, type TestNotes } from "./support/harness.ts";
 
@@ -15,6 +17,22 @@ const ENDPOINTS: [string, string][] = [
   ["DELETE", `/api/tags/${crypto.randomUUID()}`],
   ["GET", "/api/notes/not-a-uuid"],
 ];
+
+const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
+
+/** Runs the notes admin CLI, another process, against `notes`'s database. */
+function adminCli(notes: TestNotes, ...args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const env = {
+      PATH: process.env.PATH,
+      DATA_DIR: notes.database.dataDir,
+      DATABASE_URL: notes.database.databaseUrl ?? "",
+    };
+    execFile(process.execPath, [BIN, ...args], { env }, (error, _stdout, stderr) =>
+      error ? reject(new Error(`${args.join(" ")}: ${stderr}`)) : resolve(),
+    );
+  });
+}
 
 async function expectAnswer(response: Response, status: number, error: string) {
   assert.equal(response.status, status);
@@ -73,6 +91,22 @@ for (const engine of testEngines()) {
       for (const [method, path] of ENDPOINTS) {
         await expectAnswer(await stranger.call(method, path), 401, "No account for this user");
       }
+    });
+
+    it("sees a user added or removed by the admin CLI (another process) on the very next request", async () => {
+      // Users are cached on SQLite; every request first waits for a check of the database
+      // made after it arrived, so a change committed by another process is never missed.
+      const email = `newcomer-${crypto.randomUUID()}@example.com`;
+      const person = await notes.person(email, false);
+      await expectAnswer(await person.call("GET", "/api/notes"), 401, "No account for this user");
+      await adminCli(notes, "users", "add", email);
+      assert.equal((await person.call("GET", "/api/notes")).status, 200);
+      assert.equal((await person.call("GET", "/api/tags")).status, 200);
+      await adminCli(notes, "users", "remove", email, "--yes");
+      await expectAnswer(await person.call("GET", "/api/notes"), 401, "No account for this user");
+      await adminCli(notes, "users", "add", email);
+      const created = await person.call("POST", "/api/notes", { title: "back again" });
+      assert.equal(created.status, 201, await created.clone().text());
     });
 
     it("matches the local account on the canonical email", async () => {

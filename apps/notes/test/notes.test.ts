@@ -235,6 +235,60 @@ for (const engine of testEngines()) {
         assert.equal((await list(reader)).total, 4, "another person's count is untouched");
       });
 
+      it("lists each note exactly as GET /api/notes/:id reads it, tags in name order, any text", async () => {
+        // The list reads notes and their tags in one statement (tags as JSON built by the
+        // database); a single note is read by another path. They must agree to the byte.
+        const person = await notes.person();
+        const hostile = [
+          'say "hi" \\ back',
+          "ünïcödé 😀 ☃",
+          "tab\tnew\nline\u0001\u001f",
+          "Zed",
+          "alpha",
+        ];
+        const tagIds: string[] = [];
+        for (const name of hostile) {
+          notes.advance(7);
+          const response = await person.call("POST", "/api/tags", { name });
+          assert.equal(response.status, 201, await response.clone().text());
+          tagIds.push(((await response.json()) as { tag: { id: string } }).tag.id);
+        }
+        const created = [];
+        for (const [i, title] of hostile.entries()) {
+          notes.advance(1001);
+          created.push(
+            await create(person, {
+              title,
+              content: [{ type: "p", text: title, n: i, deep: { list: [1.5, null, true] } }],
+              contentText: `${title} body`,
+              tagIds: tagIds.slice(0, i + 1),
+            }),
+          );
+        }
+        notes.advance(1001);
+        await create(person, { title: "untagged" });
+        const expectSame = async (query: string, expectedCount: number) => {
+          const page = await list(person, query);
+          assert.equal(page.notes.length, expectedCount, query);
+          for (const listed of page.notes) {
+            const single = await person.call("GET", `/api/notes/${listed.id}`);
+            assert.deepEqual({ note: listed }, await single.json(), query);
+          }
+          return page;
+        };
+        const plain = await expectSame("", 6);
+        assert.deepEqual(
+          plain.notes[1]?.tags.map((tag) => tag.name),
+          ["alpha", 'say "hi" \\ back', "tab\tnew\nline\u0001\u001f", "Zed", "ünïcödé 😀 ☃"],
+          "tags ordered by name ignoring case",
+        );
+        assert.deepEqual(plain.notes[0]?.tags, []);
+        await expectSame("?limit=2&offset=1", 2);
+        await expectSame(`?tagId=${tagIds[2]}`, 3);
+        await expectSame(`?search=${encodeURIComponent("😀")}`, 1);
+        await expectSame(`?search=${encodeURIComponent('"hi" body')}`, 1);
+      });
+
       it("defaults to 100 notes a page", async () => {
         const many = await notes.person();
         for (let i = 0; i < 101; i++) await create(many, { title: `n${i}` });

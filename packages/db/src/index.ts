@@ -1,3 +1,4 @@
+export { type ChangeCheck, createReadCaches, shareChecks } from "./cached-read.ts";
 export { migrateToLatest } from "./migrate.ts";
 export {
   type Engine,

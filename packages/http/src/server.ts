@@ -1,9 +1,4 @@
-import {
-  createServer,
-  type IncomingMessage,
-  type RequestListener,
-  type ServerResponse,
-} from "node:http";
+import { createServer, type RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { FastPath } from "./fast-path.ts";

@@ -1,6 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { createPreparedQuery, type OpenedDatabase } from "@agentpass/db";
-import { type ChangeCheck, createReadCaches } from "./cached-read.ts";
+import {
+  type ChangeCheck,
+  createPreparedQuery,
+  createReadCaches,
+  type OpenedDatabase,
+} from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 export interface Account {

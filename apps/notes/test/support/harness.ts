@@ -41,6 +41,8 @@ export async function openTestNotes(engine: Engine, identityEnv: Record<string, 
   const notes = {
     app: service.app,
     service,
+    /** Where the service's database is, for another process (the admin CLI) to open it. */
+    database: { dataDir: database.dataDir, databaseUrl: database.databaseUrl },
     store: service.ctx.store,
     identity,
     partner: { id: partner.id, keyId: partnerKey.id },
