@@ -37,7 +37,7 @@ export async function issueKey(
 /**
  * Revokes a key. It takes effect on the next request in every process: the verify and mint
  * paths' key caches are checked against the database before each request trusts them
- * (`createReadCaches` in `@agentpass/db`).
+ * (`store/cached-read.ts`).
  */
 export async function revokeKey(ctx: IdentityContext, kind: KeyKind, id: string) {
   const table = TABLES[kind];

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { shareChecks } from "@agentpass/db";
 import { testEngines } from "@agentpass/db/testing";
 import { loadConfig } from "../src/config.ts";
 import { revokeKey } from "../src/credentials.ts";
 import { openIdentityService } from "../src/service.ts";
+import { shareChecks } from "../src/store/cached-read.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 /** A check the test finishes by hand, counting how many runs started. */

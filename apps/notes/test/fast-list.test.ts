@@ -24,6 +24,7 @@ for (const engine of testEngines()) {
     let url: string;
     let ada: Person;
     let stranger: Person;
+    let empty: Person;
 
     before(async () => {
       notes = await openTestNotes(engine);
@@ -37,6 +38,7 @@ for (const engine of testEngines()) {
       url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       ada = await notes.person();
       stranger = await notes.person(undefined, false);
+      empty = await notes.person();
       const tag = (await (await ada.call("POST", "/api/tags", { name: "Work" })).json()) as {
         tag: { id: string };
       };
@@ -78,7 +80,7 @@ for (const engine of testEngines()) {
         "/api/notes?offset=9999999999999999",
       ];
       for (const path of paths) {
-        for (const token of [ada.token, stranger.token, "aps_not-a-token", "", null]) {
+        for (const token of [ada.token, empty.token, stranger.token, "aps_not-a-token", "", null]) {
           const { fast, hono } = await compare(path, token);
           assert.notEqual(fast.status, PASSED_ON, `${path} should be answered on the fast path`);
           assert.deepEqual(fast, hono, `${path} with ${token?.slice(0, 8) ?? "no token"}`);
@@ -88,6 +90,8 @@ for (const engine of testEngines()) {
       const page = JSON.parse(fast.body) as { notes: { tags: unknown[] }[]; total: number };
       assert.equal(page.total, 5);
       assert.equal(page.notes.length, 2);
+      const none = JSON.parse((await compare("/api/notes", empty.token)).fast.body);
+      assert.deepEqual(none, { notes: [], total: 0 });
       assert.equal(page.notes[0]?.tags.length, 0);
       assert.equal(page.notes[1]?.tags.length, 1);
     });

@@ -1,4 +1,3 @@
-export { type ChangeCheck, createReadCaches, shareChecks } from "./cached-read.ts";
 export { migrateToLatest } from "./migrate.ts";
 export {
   type Engine,

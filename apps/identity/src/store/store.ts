@@ -1,10 +1,6 @@
 import { randomUUID } from "node:crypto";
-import {
-  type ChangeCheck,
-  createPreparedQuery,
-  createReadCaches,
-  type OpenedDatabase,
-} from "@agentpass/db";
+import { createPreparedQuery, type OpenedDatabase } from "@agentpass/db";
+import { type ChangeCheck, createReadCaches } from "./cached-read.ts";
 import type { IdentityDatabase } from "./schema.ts";
 
 export interface Account {

@@ -5,6 +5,7 @@ import type { NotesContext, NotesEnv } from "../context.ts";
 import type { User } from "../store/store.ts";
 
 const RETRY_AFTER = { "Retry-After": "5" };
+const NO_ACCOUNT = new HttpError(401, "No account for this user");
 
 /**
  * Every notes and tags call: the session token is verified through AgentPass (the client
@@ -23,12 +24,29 @@ export async function authenticateUser(
   ctx: NotesContext,
   sessionToken: string | undefined,
 ): Promise<User> {
+  return localUser(ctx, await authenticatedEmail(ctx, sessionToken));
+}
+
+/**
+ * The canonical email AgentPass vouches for behind a session token (not yet matched to a local
+ * user); throws the `HttpError` to answer otherwise.
+ */
+export async function authenticatedEmail(
+  ctx: NotesContext,
+  sessionToken: string | undefined,
+): Promise<string> {
   const auth = await authenticate(ctx.verifier, sessionToken ?? null);
   if (!auth.ok) {
     throw new HttpError(auth.status, auth.error, auth.status === 503 ? RETRY_AFTER : undefined);
   }
   const email = canonicalizeEmail(auth.email);
-  const user = email.ok ? await ctx.store.findUserByEmail(email.email) : undefined;
-  if (!user) throw new HttpError(401, "No account for this user");
+  if (!email.ok) throw NO_ACCOUNT;
+  return email.email;
+}
+
+/** The local user with a canonical `email`; throws 401 when there is none. */
+export async function localUser(ctx: NotesContext, email: string): Promise<User> {
+  const user = await ctx.store.findUserByEmail(email);
+  if (!user) throw NO_ACCOUNT;
   return user;
 }

@@ -4,13 +4,17 @@ import type { NotesContext, NotesEnv } from "../context.ts";
 import { presentNote } from "../presenters.ts";
 import { readBody, readId, readQuery } from "../request.ts";
 import { NoteCreate, NoteListQuery, NotePatch } from "../schemas.ts";
-import type { ListQuery } from "../store/store.ts";
+import type { ListQuery, NotesPage } from "../store/store.ts";
 
 const NOT_FOUND = new HttpError(404, "Note not found");
 
 /** The answer of `GET /api/notes`, here and on the fast path (`fast-list.ts`). */
 export async function notesPage(ctx: NotesContext, userId: string, query: ListQuery) {
-  const { notes, total } = await ctx.store.listNotes(userId, query);
+  return presentPage(await ctx.store.listNotes(userId, query));
+}
+
+/** The JSON form of a page of notes. */
+export function presentPage({ notes, total }: NotesPage) {
   return { notes: notes.map(presentNote), total };
 }
 
