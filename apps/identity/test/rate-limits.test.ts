@@ -3,6 +3,7 @@ import { request as httpRequest } from "node:http";
 import { after, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
 import { startServer } from "@agentpass/http";
+import { sql } from "kysely";
 import { loadConfig } from "../src/config.ts";
 import { createDatabaseRateLimitStore } from "../src/rate-limit.ts";
 import { openIdentityService } from "../src/service.ts";
@@ -231,6 +232,15 @@ for (const engine of testEngines()) {
         assert.equal(Number(row.count), 120);
         // A new window starts the count again.
         assert.equal(await stores[0]?.hit("batch-test", window + 60_000, 60_000), 1);
+      });
+
+      it("keeps the counters in an unlogged table (no WAL flush per hit)", async () => {
+        const identity = await open();
+        const { rows } = await sql<{ relpersistence: string }>`
+          SELECT relpersistence FROM pg_class WHERE relname = 'rate_limits'`.execute(
+          identity.ctx.store.db,
+        );
+        assert.deepEqual(rows, [{ relpersistence: "u" }]);
       });
 
       it("lets exactly the limit through when mints arrive at once on two instances", async () => {
