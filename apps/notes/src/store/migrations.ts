@@ -67,6 +67,17 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
         else await createPostgresNoteCount(db);
       },
     },
+    "0003_folded_search": {
+      // PostgreSQL only: the trigram index moves to the lowercased text, so a search is a LIKE
+      // whose matches are rechecked as they are, instead of an ILIKE that lowercases each match
+      // again (search.ts).
+      async up(db: AnyDb) {
+        if (engine !== "postgres") return;
+        await sql`CREATE INDEX notes_search_folded ON notes
+          USING gin (lower(title || E'\n' || content_text) gin_trgm_ops)`.execute(db);
+        await sql`DROP INDEX notes_search`.execute(db);
+      },
+    },
   };
 }
 

@@ -15,14 +15,17 @@ export function searchTerms(search: string | undefined): string[] {
  * - SQLite: terms of 3+ characters go to the FTS5 trigram table in one MATCH (Unicode
  *   case-insensitive); shorter ones, which no trigram can hold, are LIKE filters on the user's
  *   own rows (case-insensitive for ASCII, as SQLite's LIKE is).
- * - PostgreSQL: one ILIKE per term on the indexed expression (pg_trgm GIN index).
+ * - PostgreSQL: one LIKE per term on the lowercased text, served by a pg_trgm GIN index on that
+ *   expression. It means exactly ILIKE (which lowercases both sides and matches with LIKE in a
+ *   multibyte encoding), but the index's rows are rechecked without lowercasing each: 5 against
+ *   40 ms for a word with 2,000 hits.
  */
 export function searchCondition(engine: Engine, terms: string[]): RawBuilder<boolean> | null {
   if (terms.length === 0) return null;
   if (engine === "postgres") {
     const conditions = terms.map(
       (term) =>
-        sql<boolean>`(title || E'\n' || content_text) ILIKE ${likePattern(term)} ESCAPE '\\'`,
+        sql<boolean>`lower(title || E'\n' || content_text) LIKE lower(${likePattern(term)}) ESCAPE '\\'`,
     );
     return sql<boolean>`(${sql.join(conditions, sql` AND `)})`;
   }

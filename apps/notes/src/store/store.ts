@@ -156,9 +156,13 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
       );
     }
     if (condition) filtered = filtered.where(condition);
+    const count = filtered.select((eb) => eb.fn.countAll().as("n"));
     const page = await filtered
       .select("id")
-      .select((eb) => eb.fn.countAll().over().as("total"))
+      // SQLite counts in the same pass (a window: 2.0 against 2.7 ms for 2,000 hits). PostgreSQL
+      // is given the count as a query of its own: under a window its planner took the
+      // newest-first index for the LIMIT and filtered every note of the user (170 against 44 ms).
+      .select((eb) => (engine === "sqlite" ? eb.fn.countAll().over() : count).as("total"))
       .orderBy("updated_at", "desc")
       .orderBy("id")
       .limit(query.limit)
@@ -167,9 +171,7 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
     const total =
       page.length > 0 || query.offset === 0
         ? Number(page[0]?.total ?? 0)
-        : Number(
-            (await filtered.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n,
-          );
+        : Number((await count.executeTakeFirstOrThrow()).n);
     if (page.length === 0) return { notes: [], total };
     const byId = new Map(
       (await notesById(userId, JSON.stringify(page.map((row) => row.id)))).map((row) => [
