@@ -1,3 +1,4 @@
+import { isoTime } from "@agentpass/http";
 import type { UsageBatch, UsageStore } from "./store/usage-store.ts";
 
 const FLUSH_INTERVAL_MS = 5_000;
@@ -24,7 +25,7 @@ export function createUsageRecorder(store: UsageStore, onError: (error: unknown)
 
   return {
     record(partnerId: string, outcome: VerifyOutcome, at: number, accountId?: string): void {
-      const key = `${partnerId}|${new Date(at).toISOString().slice(0, 10)}|${outcome}`;
+      const key = `${partnerId}|${isoTime(at).slice(0, 10)}|${outcome}`;
       batch.daily.set(key, (batch.daily.get(key) ?? 0) + 1);
       if (!accountId) return;
       const pair = `${accountId}|${partnerId}`;

@@ -1,4 +1,4 @@
-import { isoTime } from "./iso-time.ts";
+import { isoTime } from "@agentpass/http";
 import type { Note, Tag } from "./store/store.ts";
 
 /** The JSON form of a tag: dates as ISO 8601 with milliseconds, UTC. */

@@ -10,6 +10,7 @@ export {
   renderError,
   unauthorized,
 } from "./http-error.ts";
+export { isoTime } from "./iso-time.ts";
 export {
   type JsonBody,
   readHeader,

@@ -1,5 +1,6 @@
 import {
   HttpError,
+  isoTime,
   type JsonBody,
   readBearer,
   readHeader,
@@ -83,7 +84,7 @@ export async function verifyRequest(
 export function verifiedHeaders(verified: Verified): Record<string, string> {
   return {
     "Cache-Control": "no-store",
-    [TOKEN_EXPIRES_HEADER]: new Date(verified.expiresAt).toISOString(),
+    [TOKEN_EXPIRES_HEADER]: isoTime(verified.expiresAt),
   };
 }
 
