@@ -84,15 +84,16 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
   // transaction of its own, and on SQLite each of those costs file-lock system calls (measured:
   // a page of 20 notes went from 6,400 to 7,400 requests/s when its page, tags and total came
   // from one statement instead of three, and to ~9,500 when the user's lookup joined them).
-  const listedColumns = `${NOTE_COLUMNS.map((column) => `n.${column}`).join(", ")}, ${
+  // A note without tags skips the ordered aggregate (5 of its 6.5 µs a note on SQLite).
+  const tagArray =
     engine === "sqlite"
-      ? `(SELECT json_group_array(json_array(t.id, t.name, t.created_at) ORDER BY t.name_key, t.id)
-          FROM note_tags nt JOIN tags t ON t.id = nt.tag_id
-          WHERE nt.user_id = n.user_id AND nt.note_id = n.id HAVING count(*) > 0)`
-      : `(SELECT json_agg(json_build_array(t.id, t.name, t.created_at) ORDER BY t.name_key, t.id)::text
-          FROM note_tags nt JOIN tags t ON t.id = nt.tag_id
-          WHERE nt.user_id = n.user_id AND nt.note_id = n.id)`
-  }`;
+      ? "json_group_array(json_array(t.id, t.name, t.created_at) ORDER BY t.name_key, t.id)"
+      : "json_agg(json_build_array(t.id, t.name, t.created_at) ORDER BY t.name_key, t.id)::text";
+  const listedColumns = `${NOTE_COLUMNS.map((column) => `n.${column}`).join(", ")},
+    CASE WHEN EXISTS (SELECT 1 FROM note_tags nt WHERE nt.note_id = n.id) THEN
+      (SELECT ${tagArray} FROM note_tags nt JOIN tags t ON t.id = nt.tag_id
+       WHERE nt.user_id = n.user_id AND nt.note_id = n.id)
+    END`;
   // One statement per page size (1 to 500) and way of naming the user (`id` or `email`): SQLite
   // runs a page with a literal LIMIT in about two thirds of the time it takes with a bound one
   // (measured: 57 against 89 µs for 20 notes). Rows come as arrays, which halves the cost of
