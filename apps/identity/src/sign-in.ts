@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomInt, randomUUID, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, randomInt, randomUUID, timingSafeEqual } from "node:crypto";
 import { canonicalizeEmail } from "@agentpass/verify";
 import type { IdentityContext } from "./context.ts";
 import type { Mailer } from "./mailer.ts";
@@ -119,7 +119,7 @@ async function finish(ctx: IdentityContext, codeId: string, email: string): Prom
 }
 
 export function sha256(value: string): string {
-  return createHash("sha256").update(value).digest("base64url");
+  return hash("sha256", value, "base64url");
 }
 
 /** Compares two hashes in constant time. */

@@ -2,6 +2,7 @@ import { isoTime } from "@agentpass/http";
 import type { UsageBatch, UsageStore } from "./store/usage-store.ts";
 
 const FLUSH_INTERVAL_MS = 5_000;
+const DAY_MS = 86_400_000;
 
 /** What became of one verification, as a partner's usage chart counts it. */
 export type VerifyOutcome = "success" | "invalid_token" | "revoked_partner_key";
@@ -12,6 +13,19 @@ export type VerifyOutcome = "success" | "invalid_token" | "revoked_partner_key";
  */
 export function createUsageRecorder(store: UsageStore, onError: (error: unknown) => void) {
   let batch: UsageBatch = { daily: new Map(), activity: new Map() };
+  // The UTC day of the last recorded verification, kept so a verify does not format a date.
+  let dayStart = 0;
+  let dayEnd = 0;
+  let day = "";
+
+  function dayOf(at: number): string {
+    if (at < dayStart || at >= dayEnd) {
+      dayStart = Math.floor(at / DAY_MS) * DAY_MS;
+      dayEnd = dayStart + DAY_MS;
+      day = isoTime(dayStart).slice(0, 10);
+    }
+    return day;
+  }
 
   async function flush(): Promise<void> {
     if (batch.daily.size === 0 && batch.activity.size === 0) return;
@@ -25,7 +39,7 @@ export function createUsageRecorder(store: UsageStore, onError: (error: unknown)
 
   return {
     record(partnerId: string, outcome: VerifyOutcome, at: number, accountId?: string): void {
-      const key = `${partnerId}|${isoTime(at).slice(0, 10)}|${outcome}`;
+      const key = `${partnerId}|${dayOf(at)}|${outcome}`;
       batch.daily.set(key, (batch.daily.get(key) ?? 0) + 1);
       if (!accountId) return;
       const pair = `${accountId}|${partnerId}`;
