@@ -74,15 +74,18 @@ export async function measure(
   }
 }
 
+/** The median of `values` (the mean of the middle two for an even count). */
+export function medianOf(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const half = Math.floor(sorted.length / 2);
+  return sorted.length % 2
+    ? (sorted[half] as number)
+    : ((sorted[half - 1] as number) + (sorted[half] as number)) / 2;
+}
+
 /** The median of each figure over rounds, so one noisy round cannot decide. */
 export function median(rounds: Measurement[]): Measurement {
-  const mid = (pick: (m: Measurement) => number) => {
-    const sorted = rounds.map(pick).sort((a, b) => a - b);
-    const half = Math.floor(sorted.length / 2);
-    return sorted.length % 2
-      ? (sorted[half] as number)
-      : ((sorted[half - 1] as number) + (sorted[half] as number)) / 2;
-  };
+  const mid = (pick: (m: Measurement) => number) => medianOf(rounds.map(pick));
   return {
     requestsPerSecond: mid((m) => m.requestsPerSecond),
     p50: mid((m) => m.p50),

@@ -13,7 +13,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
-import { type Measurement, measure, median, probe, type Scenario } from "./measure.ts";
+import { type Measurement, measure, median, medianOf, probe, type Scenario } from "./measure.ts";
 import { printTable } from "./report.ts";
 import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
 import { ROOT, runCommand, SERVICE_NODE_FLAGS, type Server, startServer } from "./servers.ts";
@@ -238,6 +238,8 @@ try {
   };
 
   const results = new Map<string, Measurement[]>();
+  /** Scenario name → its rate over its ceiling's, one per round. */
+  const ratios = new Map<string, number[]>();
   /** Scenario name → the size of its answer, for those compared with a sized ceiling. */
   const answerBytes = new Map<string, number>();
   /** Scenario name → its own connection count, for those not measured at the run's. */
@@ -274,10 +276,34 @@ try {
         url: `${ceiling.url}/?bytes=${bytes}`,
       });
     }
+    // Each sized ceiling runs just before the scenarios compared with it, and each ratio is
+    // taken within the round: on this noisy VM the ceiling drifts by a fifth from one minute to
+    // the next, so a scenario is compared with a ceiling measured as close to it as can be.
+    const order = [
+      bare,
+      ...answering.filter((scenario) => !scenario.ceiling),
+      ...[...sized.values()].flatMap((sizedCeiling) => [
+        sizedCeiling,
+        ...answering.filter((scenario) => scenario.ceiling === sizedCeiling.name),
+      ]),
+    ];
+    // The table lists the ceilings first, then the scenarios in the order written above.
     for (const scenario of [bare, ...sized.values(), ...answering]) {
+      if (!results.has(scenario.name)) results.set(scenario.name, []);
+    }
+    const thisRound = new Map<string, Measurement>();
+    for (const scenario of order) {
       const measurement = await measure(scenario, { duration, connections });
       if (measurement.errors > 0) failed = true;
+      thisRound.set(scenario.name, measurement);
       results.set(scenario.name, [...(results.get(scenario.name) ?? []), measurement]);
+      const ceilingRate = scenario.connections
+        ? undefined
+        : thisRound.get(scenario.ceiling ?? bare.name)?.requestsPerSecond;
+      if (ceilingRate) {
+        const ratio = measurement.requestsPerSecond / ceilingRate;
+        ratios.set(scenario.name, [...(ratios.get(scenario.name) ?? []), ratio]);
+      }
       console.error(
         `bench: round ${round} ${scenario.name}: ${Math.round(measurement.requestsPerSecond)} req/s`,
       );
@@ -288,7 +314,8 @@ try {
     const bytes = answerBytes.get(name);
     const own = scenarioConnections.get(name);
     const ceiling = own ? "none" : bytes === undefined ? undefined : sizedCeilingName(bytes);
-    return { name, ceiling, ...median(measured) };
+    const ratio = ratios.has(name) ? medianOf(ratios.get(name) ?? []) : undefined;
+    return { name, ceiling, ratio, ...median(measured) };
   });
   printTable(medians, { engine, rounds, duration, connections, notes: noteCount });
   mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
