@@ -20,8 +20,8 @@ import { ROOT, runCommand, SERVICE_NODE_FLAGS, type Server, startServer } from "
 
 const { values } = parseArgs({
   options: {
-    rounds: { type: "string", default: "3" },
-    duration: { type: "string", default: "10" },
+    rounds: { type: "string", default: "5" },
+    duration: { type: "string", default: "6" },
     connections: { type: "string", default: "50" },
     notes: { type: "string", default: "100000" },
     only: { type: "string" },
