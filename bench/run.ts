@@ -34,6 +34,8 @@ const duration = smoke ? 1 : Number(values.duration);
 const connections = smoke ? 10 : Number(values.connections);
 const noteCount = smoke ? 500 : Number(values.notes);
 const only = values.only?.split(",");
+/** The standard peer's scenario: RFC 7662 introspection on oidc-provider. */
+const PEER = "oidc-provider introspection (peer)";
 /** Answers up to this size are compared with the bare ceiling (a verify answer's size). */
 const LARGE_ANSWER_BYTES = 1024;
 
@@ -173,7 +175,7 @@ try {
         expect: 201,
       },
       {
-        name: "oidc-provider introspection (peer)",
+        name: PEER,
         pid: oidc.pid,
         url: `${oidc.url}/token/introspection`,
         method: "POST",
@@ -318,6 +320,20 @@ try {
     return { name, ceiling, ratio, ...median(measured) };
   });
   printTable(medians, { engine, rounds, duration, connections, notes: noteCount });
+  // Verify against the standard peer, also round by round (the peer warms up over the rounds).
+  const verifyRounds = results.get("verify-valid") ?? [];
+  const peerRounds = results.get(PEER) ?? [];
+  const peerRatios =
+    verifyRounds.length === peerRounds.length
+      ? verifyRounds.map((m, i) => m.requestsPerSecond / (peerRounds[i]?.requestsPerSecond || NaN))
+      : [];
+  if (peerRatios.length > 0) {
+    console.log(
+      `\nverify-valid over ${PEER}: ${medianOf(peerRatios).toFixed(1)} × (rounds: ${peerRatios
+        .map((ratio) => ratio.toFixed(1))
+        .join(", ")})`,
+    );
+  }
   mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
   const file = join(
     ROOT,
@@ -337,6 +353,7 @@ try {
         },
         options: { engine, rounds, duration, connections, notes: noteCount },
         medians,
+        verifyOverPeer: peerRatios,
         rounds: Object.fromEntries(results),
       },
       null,
