@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { request } from "node:http";
+import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { type RunningServer, startServer } from "@agentpass/http";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
@@ -26,6 +27,35 @@ function post(
   });
 }
 
+/**
+ * Sends a request with no body at all (neither Content-Length nor Transfer-Encoding, as an
+ * HTTP client may for a bare POST) over a raw socket, and returns the answer's status and body.
+ */
+function postWithoutBody(
+  url: string,
+  path: string,
+  authorization: string,
+): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.end(
+        `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${authorization}\r\nConnection: close\r\n\r\n`,
+      );
+    });
+    let raw = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (part: string) => {
+      raw += part;
+    });
+    socket.on("error", reject);
+    socket.on("end", () => {
+      const [head = "", body = ""] = raw.split("\r\n\r\n");
+      resolve({ status: Number(head.split(" ")[1]), body });
+    });
+  });
+}
+
 describe("the identity service on a real port", () => {
   let identity: TestIdentity;
   let server: RunningServer;
@@ -42,6 +72,27 @@ describe("the identity service on a real port", () => {
   after(async () => {
     await server.close(); // closes the service too
     await identity.database.drop();
+  });
+
+  let userKey: string;
+  before(async () => {
+    const account = await identity.account("bodyless@example.com");
+    userKey = (await identity.userKey(account.id)).key;
+  });
+
+  // Such a request arrives already ended (the server runs with `optimizeEmptyRequests`): no
+  // 'data' or 'end' event will come, so a reader that waited for one would hang.
+  it("answers a POST that has no body at all, on the fast path and through Hono", async () => {
+    for (const path of ["/api/session-tokens", "/api/session-%74okens"]) {
+      const minted = await postWithoutBody(server.url, path, `Bearer ${userKey}`);
+      assert.equal(minted.status, 201, path);
+      assert.match(JSON.parse(minted.body).sessionToken, /^aps_/);
+    }
+    for (const path of ["/api/verify", "/api/%76erify"]) {
+      const verified = await postWithoutBody(server.url, path, `Bearer ${partnerKey}`);
+      assert.equal(verified.status, 400, path);
+      assert.deepEqual(JSON.parse(verified.body), { error: "Invalid JSON body" });
+    }
   });
 
   const auth = () => ({

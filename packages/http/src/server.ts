@@ -31,12 +31,13 @@ export function startServer(
         fetch: service.app.fetch as never,
         port: options.port,
         hostname: options.host,
-        createServer: fastPath
-          ? (((serverOptions: object, listener: RequestListener) =>
-              createServer(serverOptions, (request, response) => {
-                if (!fastPath(request, response)) listener(request, response);
-              })) as typeof createServer)
-          : undefined,
+        // A request without a body (a GET, a bare POST) arrives already ended instead of
+        // emitting 'end' on a later tick: measured ~11 % less CPU per mint, a bodyless POST.
+        // Body readers check `readableEnded` first (`readIncoming`; Hono's adapter does).
+        createServer: ((serverOptions: object, listener: RequestListener) =>
+          createServer({ ...serverOptions, optimizeEmptyRequests: true }, (request, response) => {
+            if (!fastPath?.(request, response)) listener(request, response);
+          })) as typeof createServer,
       },
       (info: AddressInfo) => {
         const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
