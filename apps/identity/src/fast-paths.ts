@@ -35,23 +35,24 @@ export function createIdentityFastPath(
       readBody: () => readIncomingJson(request, MAX_BODY_BYTES),
       clientIp: () => request.socket.remoteAddress ?? "unknown",
     };
-    const answering =
-      path === "/api/verify"
-        ? verifyRequest(ctx, limits.verify, input).then((answer) =>
-            answer instanceof HttpError
-              ? answer
-              : { status: 200, body: { email: answer.email }, headers: verifiedHeaders(answer) },
-          )
-        : mintRequest(ctx, limits.mint, input).then((answer) =>
-            answer instanceof HttpError ? answer : { status: 201, ...answer },
-          );
-    answering.then(
-      (answer) =>
-        answer instanceof HttpError
-          ? fail(response, answer, logger, path)
-          : writeJson(response, answer.status, answer.body, answer.headers),
-      (error: unknown) => fail(response, error, logger, path),
-    );
+    const failed = (error: unknown) => fail(response, error, logger, path);
+    if (path === "/api/verify") {
+      verifyRequest(ctx, limits.verify, input).then(
+        (answer) =>
+          answer instanceof HttpError
+            ? failed(answer)
+            : writeJson(response, 200, { email: answer.email }, verifiedHeaders(answer)),
+        failed,
+      );
+    } else {
+      mintRequest(ctx, limits.mint, input).then(
+        (answer) =>
+          answer instanceof HttpError
+            ? failed(answer)
+            : writeJson(response, 201, answer.body, answer.headers),
+        failed,
+      );
+    }
     return true;
   };
 }

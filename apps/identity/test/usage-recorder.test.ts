@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import type { UsageBatch } from "../src/store/usage-store.ts";
-import { createUsageRecorder } from "../src/usage-recorder.ts";
+import { createUsageRecorder, type VerifyOutcome } from "../src/usage-recorder.ts";
 
 /** A recorder whose flushed batches are kept, to read what it counted. */
 function recorder() {
@@ -53,6 +53,48 @@ describe("usage recorder", () => {
           assert.deepEqual(batches[0]?.daily, expected);
         },
       ),
+    );
+  });
+
+  it("counts every partner, outcome, day and account pair as built from scratch, flush after flush", async () => {
+    const ids = ["p1", "p2", "a1", "a2"];
+    const event = fc.record({
+      partner: fc.constantFrom(...ids),
+      outcome: fc.constantFrom("success", "invalid_token", "revoked_partner_key"),
+      at: fc.integer({ min: Date.UTC(2026, 0, 1), max: Date.UTC(2026, 0, 4) }),
+      account: fc.option(fc.constantFrom(...ids), { nil: undefined }),
+      flushAfter: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(event, { minLength: 1, maxLength: 40 }), async (events) => {
+        const { usage, batches } = recorder();
+        const expected: UsageBatch[] = [];
+        let daily = new Map<string, number>();
+        let activity: UsageBatch["activity"] = new Map();
+        for (const { partner, outcome, at, account, flushAfter } of events) {
+          usage.record(partner, outcome as VerifyOutcome, at, account);
+          const key = `${partner}|${new Date(at).toISOString().slice(0, 10)}|${outcome}`;
+          daily.set(key, (daily.get(key) ?? 0) + 1);
+          if (account) {
+            const pair = `${account}|${partner}`;
+            const seen = activity.get(pair);
+            activity.set(pair, {
+              first: seen?.first ?? at,
+              last: at,
+              count: (seen?.count ?? 0) + 1,
+            });
+          }
+          if (flushAfter) {
+            await usage.flush();
+            expected.push({ daily, activity });
+            daily = new Map();
+            activity = new Map();
+          }
+        }
+        await usage.close();
+        if (daily.size > 0) expected.push({ daily, activity });
+        assert.deepEqual(batches, expected);
+      }),
     );
   });
 });
