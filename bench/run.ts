@@ -17,6 +17,7 @@ import { type Measurement, measure, median, medianOf, probe, type Scenario } fro
 import { printTable } from "./report.ts";
 import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
 import { ROOT, runCommand, SERVICE_NODE_FLAGS, type Server, startServer } from "./servers.ts";
+import { judgeTargets, printTargets } from "./targets.ts";
 
 const { values } = parseArgs({
   options: {
@@ -334,6 +335,13 @@ try {
         .join(", ")})`,
     );
   }
+  const targets = judgeTargets(medians, {
+    engine,
+    connections,
+    verifyOverPeer: peerRatios.length > 0 ? medianOf(peerRatios) : undefined,
+  });
+  // A smoke run (1 s, 10 connections, 500 notes) measures nothing the targets speak of.
+  if (!smoke) printTargets(targets);
   mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
   const file = join(
     ROOT,
@@ -354,6 +362,7 @@ try {
         options: { engine, rounds, duration, connections, notes: noteCount },
         medians,
         verifyOverPeer: peerRatios,
+        targets,
         rounds: Object.fromEntries(results),
       },
       null,
