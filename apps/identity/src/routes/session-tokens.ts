@@ -1,5 +1,6 @@
 import {
   HttpError,
+  isoTime,
   type JsonBody,
   readBearer,
   readHeader,
@@ -82,7 +83,7 @@ export async function mintRequest(
     return {
       body: {
         sessionToken: result.sessionToken,
-        expiresAt: new Date(result.expiresAt).toISOString(),
+        expiresAt: isoTime(result.expiresAt),
       },
       headers: { "Cache-Control": "no-store", ...rateLimitHeaders(result.limit) },
     };
