@@ -26,17 +26,21 @@ export function judgeTargets(
   const peakRss = identityRows.length
     ? Math.max(...identityRows.map((candidate) => candidate.peakRssMb))
     : undefined;
-  const verifyFloor = options.engine === "postgres" ? 0.5 : 0.7;
+  const memory = atMost("identity RSS ≤ 150 MB", peakRss, 150, "MB");
+  // On PostgreSQL the issue sets one target of its own; the others are the default run's.
+  if (options.engine === "postgres") {
+    return [atLeast("verify ≥ 0.5 × ceiling (PostgreSQL)", verify?.ratio, 0.5, 2), memory];
+  }
   const search = row("notes-search");
   return [
-    atLeast(`verify ≥ ${verifyFloor} × ceiling`, verify?.ratio, verifyFloor, 2),
+    atLeast("verify ≥ 0.7 × ceiling", verify?.ratio, 0.7, 2),
     atMost(`verify p99 ≤ 5 ms at ${options.connections} connections`, verify?.p99, 5, "ms"),
     atLeast("verify ≥ 4 × oidc-provider", options.verifyOverPeer, 4, 1),
     atLeast("mint ≥ 0.5 × ceiling", row("mint")?.ratio, 0.5, 2),
     atLeast("notes list-20 ≥ 0.3 × ceiling", row("notes-list-20")?.ratio, 0.3, 2),
     atMost(`search p99 ≤ 50 ms at ${options.connections} connections`, search?.p99, 50, "ms"),
     atMost("search p99 ≤ 50 ms, one at a time", row("notes-search, 1 connection")?.p99, 50, "ms"),
-    atMost("identity RSS ≤ 150 MB", peakRss, 150, "MB"),
+    memory,
   ];
 }
 
