@@ -28,7 +28,7 @@ export function createUsageRecorder(store: UsageStore, onError: (error: unknown)
   }
 
   // The batch's keys, each built once and reused while the batch lasts: a verify then builds
-  // no string, and looks its counters up by strings whose hashes V8 already knows (242 -> 60 ns
+  // no string, and looks its counters up by strings whose hashes V8 already knows (242 -> 26 ns
   // a record).
   let dailyKeys = new Map<string, { day: string; of: Record<VerifyOutcome, string> }>();
   let pairKeys = new Map<string, Map<string, string>>();
