@@ -182,15 +182,14 @@ async function insertBatch(rows: NotesDatabase["notes"][]): Promise<void> {
 async function explain(search: string, userId: string): Promise<string> {
   const { searchCondition } = await import("../apps/notes/src/store/search.ts");
   const condition = searchCondition(database.engine, [search]);
-  const query = database.db
-    .selectFrom("notes")
-    .select(["id", "title"])
-    .where("user_id", "=", userId)
-    .where(condition as never)
-    .orderBy("updated_at", "desc")
-    .orderBy("id")
-    .limit(20)
-    .compile();
+  // The shape of the store's filtered list (store.ts, filteredList), its page's columns trimmed.
+  const query = sql`WITH matches AS MATERIALIZED (
+      SELECT updated_at, id FROM notes WHERE user_id = ${userId} AND ${condition}
+    ),
+    page AS (SELECT updated_at, id FROM matches ORDER BY updated_at DESC, id LIMIT 20 OFFSET 0)
+    SELECT n.id, n.title, (SELECT count(*) FROM matches)
+    FROM page JOIN notes n ON n.id = page.id
+    ORDER BY page.updated_at DESC, page.id`.compile(database.db);
   const prefix =
     database.engine === "sqlite"
       ? "EXPLAIN QUERY PLAN "

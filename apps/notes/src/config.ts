@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { z } from "zod";
 
 /** Every setting of the notes API; nothing else reads the environment. */
@@ -13,6 +14,17 @@ const ConfigSchema = z.object({
   AGENTPASS_PARTNER_KEY: z.string().min(1).optional(),
   /** How long a verification may take before the call is answered 503. */
   AGENTPASS_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(2000),
+  /**
+   * SQLite only: how many threads run searches and tag-filtered lists, each with its own
+   * read-only connection, so a long read never holds up the requests behind it. 0 runs them on
+   * the service's own thread.
+   */
+  READER_THREADS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(64)
+    .default(Math.min(4, availableParallelism())),
   PUBLIC_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -25,6 +37,7 @@ export interface NotesConfig {
   agentpassUrl: string;
   partnerKey: string | undefined;
   agentpassTimeoutMs: number;
+  readerThreads: number;
   publicUrl: string;
   logLevel: z.infer<typeof ConfigSchema>["LOG_LEVEL"];
 }
@@ -53,6 +66,7 @@ export function loadNotesConfig(
       agentpassUrl: v.AGENTPASS_URL.replace(/\/+$/, ""),
       partnerKey: v.AGENTPASS_PARTNER_KEY,
       agentpassTimeoutMs: v.AGENTPASS_TIMEOUT_MS,
+      readerThreads: v.READER_THREADS,
       publicUrl: (v.PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/+$/, ""),
       logLevel: v.LOG_LEVEL,
     },

@@ -39,6 +39,7 @@ export async function openNotesService(
     // A search reads the rows of all its matches: with SQLite's default 2 MiB cache each read
     // went to the OS (a search over 2,000 matches of 100,000 notes: 14.6 → 9.8 ms with 64 MiB).
     cacheMb: NOTES_CACHE_MB,
+    readerThreads: config.readerThreads,
   });
   try {
     await migrateToLatest(database.db, "notes", notesMigrations(database.engine));

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
+import { loadNotesConfig } from "../src/config.ts";
+import { openNotesService } from "../src/service.ts";
 import { openTestNotes, type Person, START, type TestNotes } from "./support/harness.ts";
 
 interface NoteJson {
@@ -25,6 +27,21 @@ async function expect400(response: Response, error: string, field?: string) {
     assert.ok(Array.isArray(body.details.formErrors));
     assert.ok(body.details.fieldErrors[field]?.length, `details name ${field}`);
   }
+}
+
+/** Another notes service on the same database, reading every list on its own thread. */
+async function openSecondService(notes: TestNotes, engine: string) {
+  const loaded = loadNotesConfig({
+    DATA_DIR: notes.database.dataDir,
+    DATABASE_URL: notes.database.databaseUrl,
+    READER_THREADS: "0",
+  });
+  assert.ok(loaded.ok && engine && loaded.config.readerThreads === 0);
+  return openNotesService(loaded.config, {
+    clock: notes.now,
+    verifier: notes.service.ctx.verifier,
+    logger: notes.service.logger,
+  });
 }
 
 for (const engine of testEngines()) {
@@ -357,6 +374,75 @@ for (const engine of testEngines()) {
         assert.equal((await list(reader, "?search=airship")).total, 1);
         await reader.call("DELETE", `/api/notes/${note.id}`);
         assert.equal((await list(reader, "?search=airship")).total, 0);
+      });
+
+      it("reads a filtered list as a reference filter and sort would, on reader threads or not", async () => {
+        // SQLite reads searches and tag filters on reader threads (READER_THREADS, 2 or more
+        // here); a second service on the same file reads them on its own thread. Both must give
+        // what filtering and sorting every note in JavaScript gives: same order (updatedAt, then
+        // id, so the many notes created in the same millisecond tie), same total, every page.
+        const person = await notes.person();
+        const tag = (await (await person.call("POST", "/api/tags", { name: "pick" })).json()) as {
+          tag: { id: string };
+        };
+        const words = ["alpha", "beta", "Gamma", "al", "ALPHA beta"];
+        for (let i = 0; i < 40; i++) {
+          await create(person, {
+            title: `${words[i % 5]} ${i}`,
+            contentText: i % 3 === 0 ? "beta body" : "body",
+            tagIds: i % 4 === 0 ? [tag.tag.id] : [],
+          });
+          if (i % 7 === 0) notes.advance(1);
+        }
+        const all = (await list(person, "?limit=500")).notes.sort(
+          (a, b) => b.updatedAt.localeCompare(a.updatedAt) || (a.id < b.id ? -1 : 1),
+        );
+        const user = await notes.store.findUserByEmail(person.email.toLowerCase());
+        assert.ok(user);
+        const own = await openSecondService(notes, engine);
+        try {
+          for (const [search, tagged] of [
+            ["alpha", false],
+            ["beta", false],
+            ["al", false],
+            ["alpha beta", false],
+            ["gamma", true],
+            [undefined, true],
+            ["nothing", false],
+          ] as const) {
+            const expected = all.filter(
+              (note) =>
+                (!tagged || note.tags.some((t) => t.id === tag.tag.id)) &&
+                (search ?? "")
+                  .split(" ")
+                  .every((term) =>
+                    `${note.title}\n${note.contentText}`.toLowerCase().includes(term.toLowerCase()),
+                  ),
+            );
+            for (const [limit, offset] of [
+              [100, 0],
+              [3, 0],
+              [3, 5],
+              [5, 100],
+            ] as const) {
+              const query = { search, tagId: tagged ? tag.tag.id : undefined, limit, offset };
+              const label = JSON.stringify(query);
+              for (const store of engine === "sqlite"
+                ? [notes.store, own.ctx.store]
+                : [notes.store]) {
+                const page = await store.listNotes(user.id, query);
+                assert.equal(page.total, expected.length, label);
+                assert.deepEqual(
+                  page.notes.map((note) => note.id),
+                  expected.slice(offset, offset + limit).map((note) => note.id),
+                  label,
+                );
+              }
+            }
+          }
+        } finally {
+          await own.close();
+        }
       });
     });
 

@@ -5,6 +5,7 @@ import { DatabaseSync } from "node:sqlite";
 import { Kysely, PostgresDialect } from "kysely";
 import type pg from "pg";
 import { createSqliteChangeDetector, LocalWriteCounter } from "./change-detector.ts";
+import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
 
 export type Engine = "sqlite" | "postgres";
@@ -20,6 +21,11 @@ export interface OpenDatabaseOptions {
   poolSize?: number;
   /** SQLite's page cache, in MiB; SQLite's default is 2. */
   cacheMb?: number;
+  /**
+   * SQLite only: how many threads may run reads given to `readers` (`createRowsReader`), each
+   * with its own connection. 0 (the default) runs them on the service's own connection.
+   */
+  readerThreads?: number;
 }
 
 export interface OpenedDatabase<T> {
@@ -29,6 +35,8 @@ export interface OpenedDatabase<T> {
   sqlite?: DatabaseSync;
   /** The PostgreSQL pool (PostgreSQL only). */
   pool?: pg.Pool;
+  /** SQLite with `readerThreads` only: the threads that run long reads off the service's own. */
+  readers?: ReaderPool;
   /**
    * SQLite only: whether anything may have changed since the last call, in this process or
    * another. Undefined on PostgreSQL, where other instances write without telling.
@@ -36,6 +44,9 @@ export interface OpenedDatabase<T> {
   hasChanged?: () => boolean;
   close(): Promise<void>;
 }
+
+/** How long a SQLite statement waits for a lock another connection holds. */
+const BUSY_TIMEOUT_MS = 5000;
 
 export function isPostgresUrl(url: string | undefined): url is string {
   return url !== undefined && /^postgres(ql)?:\/\//.test(url);
@@ -45,7 +56,8 @@ export function isPostgresUrl(url: string | undefined): url is string {
 export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T> {
   if (isPostgresUrl(options.databaseUrl)) return openPostgres<T>(options.databaseUrl, options);
   mkdirSync(options.dataDir, { recursive: true });
-  const sqlite = new DatabaseSync(join(options.dataDir, options.fileName), { timeout: 5000 });
+  const file = join(options.dataDir, options.fileName);
+  const sqlite = new DatabaseSync(file, { timeout: BUSY_TIMEOUT_MS });
   // WAL lets the admin CLI write while the server reads; NORMAL sync in WAL mode is durable
   // across process crashes (only an OS crash can lose the last transactions).
   sqlite.exec("PRAGMA journal_mode = WAL");
@@ -55,7 +67,16 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
   const writes = new LocalWriteCounter();
   const db = new Kysely<T>({ dialect: createNodeSqliteDialect(sqlite), plugins: [writes] });
   const hasChanged = createSqliteChangeDetector(sqlite, writes);
-  return { db, engine: "sqlite", sqlite, hasChanged, close: () => db.destroy() };
+  const threads = options.readerThreads ?? 0;
+  const readers =
+    threads > 0
+      ? createReaderPool({ file, threads, cacheMb: options.cacheMb, timeoutMs: BUSY_TIMEOUT_MS })
+      : undefined;
+  async function close() {
+    await readers?.close();
+    await db.destroy();
+  }
+  return { db, engine: "sqlite", sqlite, readers, hasChanged, close };
 }
 
 // bigint columns hold epoch milliseconds, well inside Number's exact range.

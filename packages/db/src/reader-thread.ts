@@ -1,0 +1,46 @@
+/**
+ * One thread of a `ReaderPool`: its own read-only connection to the SQLite file, running the
+ * reads it is sent and posting back their rows as arrays of their columns.
+ */
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { parentPort, workerData } from "node:worker_threads";
+import type { ReaderJob, ReaderReply, ReaderThreadOptions } from "./reader-pool.ts";
+
+/** Statements remembered per thread; past this many the memory is cleared and starts again. */
+const MAX_STATEMENTS = 100;
+
+const options = workerData as ReaderThreadOptions;
+
+const sqlite = new DatabaseSync(options.file, { readOnly: true, timeout: options.timeoutMs });
+if (options.cacheMb) sqlite.exec(`PRAGMA cache_size = -${Math.trunc(options.cacheMb * 1024)}`);
+const statements = new Map<string, StatementSync>();
+
+function statementOf(sql: string): StatementSync {
+  let statement = statements.get(sql);
+  if (!statement) {
+    if (statements.size >= MAX_STATEMENTS) statements.clear();
+    statement = sqlite.prepare(sql);
+    statement.setReturnArrays(true);
+    statements.set(sql, statement);
+  }
+  return statement;
+}
+
+parentPort?.on("message", ({ id, sql, params }: ReaderJob) => {
+  let reply: ReaderReply;
+  try {
+    reply = { id, rows: statementOf(sql).all(...params) as unknown as unknown[][] };
+  } catch (caught) {
+    const error = caught as Error & { code?: string; errcode?: number; errstr?: string };
+    reply = {
+      id,
+      error: {
+        message: error.message,
+        code: error.code,
+        errcode: error.errcode,
+        errstr: error.errstr,
+      },
+    };
+  }
+  parentPort?.postMessage(reply);
+});

@@ -1,0 +1,127 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { openDatabase } from "../src/index.ts";
+import { createReaderPool } from "../src/reader-pool.ts";
+
+describe("reader threads (SQLite)", () => {
+  let dataDir: string;
+  let database: ReturnType<typeof openDatabase>;
+  let readers: NonNullable<typeof database.readers>;
+
+  before(() => {
+    dataDir = mkdtempSync(join(tmpdir(), "agentpass-readers-"));
+    database = openDatabase({ dataDir, fileName: "test.sqlite", readerThreads: 2 });
+    database.sqlite?.exec("CREATE TABLE items (id integer PRIMARY KEY, name text NOT NULL)");
+    readers = database.readers as NonNullable<typeof database.readers>;
+  });
+  after(async () => {
+    await database.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("reads rows as arrays of their columns, parameters bound in order", async () => {
+    database.sqlite?.exec(
+      "INSERT INTO items (id, name) VALUES (1, 'one'), (2, 'two'), (3, 'three')",
+    );
+    assert.deepEqual(
+      await readers.all("SELECT id, name FROM items WHERE id >= ? AND name != ? ORDER BY id", [
+        2,
+        "three",
+      ]),
+      [[2, "two"]],
+    );
+  });
+
+  it("sees every write committed on the service's own connection before the read", async () => {
+    for (let id = 10; id < 60; id++) {
+      database.sqlite?.prepare("INSERT INTO items (id, name) VALUES (?, ?)").run(id, `n${id}`);
+      // Many reads at once, so both threads serve some of them.
+      const counts = await Promise.all(
+        Array.from({ length: 4 }, () =>
+          readers.all("SELECT count(*) FROM items WHERE id >= 10", []),
+        ),
+      );
+      assert.deepEqual(counts, Array(4).fill([[id - 9]]));
+    }
+  });
+
+  it("answers a failing read with SQLite's error, and the thread goes on serving", async () => {
+    await assert.rejects(readers.all("SELECT missing FROM items", []), (error: Error) => {
+      assert.match(error.message, /no such column: missing/);
+      assert.equal((error as Error & { code?: string }).code, "ERR_SQLITE_ERROR");
+      return true;
+    });
+    assert.deepEqual(await readers.all("SELECT name FROM items WHERE id = ?", [1]), [["one"]]);
+  });
+
+  it("never writes: its connection is read-only", async () => {
+    await assert.rejects(
+      readers.all("INSERT INTO items (id, name) VALUES (100, 'x') RETURNING id", []),
+      /readonly/,
+    );
+    assert.equal(
+      database.sqlite?.prepare("SELECT count(*) AS n FROM items WHERE id = 100").get()?.n,
+      0,
+    );
+  });
+
+  it("fails the reads of a database it cannot open, instead of leaving them waiting", async () => {
+    const pool = createReaderPool({
+      file: join(dataDir, "missing", "none.sqlite"),
+      threads: 2,
+      cacheMb: undefined,
+      timeoutMs: 1000,
+    });
+    try {
+      const reads = await Promise.allSettled(
+        Array.from({ length: 5 }, () => pool.all("SELECT 1", [])),
+      );
+      for (const read of reads) {
+        assert.equal(read.status, "rejected");
+        assert.match(String(read.reason), /unable to open database file/);
+      }
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("refuses reads once closed, those still waiting included", async () => {
+    const pool = createReaderPool({
+      file: join(dataDir, "test.sqlite"),
+      threads: 1,
+      cacheMb: undefined,
+      timeoutMs: 1000,
+    });
+    const reads = Promise.allSettled(
+      Array.from({ length: 6 }, () => pool.all("SELECT count(*) FROM items", [])),
+    );
+    await pool.close();
+    const settled = await reads;
+    assert.deepEqual(
+      settled.map((read) => read.status),
+      Array(6).fill("rejected"),
+    );
+    await assert.rejects(pool.all("SELECT 1", []), /the database is closed/);
+  });
+
+  it("does not keep the process alive once its reads are done", () => {
+    // A script that reads through the threads and never closes the database: it must exit.
+    const script = `
+      import { openDatabase } from ${JSON.stringify(new URL("../src/index.ts", import.meta.url).href)};
+      const database = openDatabase({ dataDir: ${JSON.stringify(dataDir)}, fileName: "test.sqlite", readerThreads: 2 });
+      const rows = await Promise.all([1, 2, 3].map(() => database.readers.all("SELECT count(*) FROM items", [])));
+      console.log(JSON.stringify(rows.map((r) => r[0][0] > 0)));
+    `;
+    const file = join(dataDir, "script.mjs");
+    writeFileSync(file, script);
+    const output = execFileSync(process.execPath, [file], {
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    assert.equal(output.trim(), "[true,true,true]");
+  });
+});
