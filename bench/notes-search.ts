@@ -19,7 +19,7 @@ import pg from "pg";
 import { NOTES_CACHE_MB } from "../apps/notes/src/service.ts";
 import { notesMigrations } from "../apps/notes/src/store/migrations.ts";
 import type { NotesDatabase } from "../apps/notes/src/store/schema.ts";
-import { createNotesStore } from "../apps/notes/src/store/store.ts";
+import { createNotesStore, filteredListQueries } from "../apps/notes/src/store/store.ts";
 
 const { values } = parseArgs({
   options: {
@@ -180,16 +180,8 @@ async function insertBatch(rows: NotesDatabase["notes"][]): Promise<void> {
 }
 
 async function explain(search: string, userId: string): Promise<string> {
-  const { searchCondition } = await import("../apps/notes/src/store/search.ts");
-  const condition = searchCondition(database.engine, [search]);
-  // The shape of the store's filtered list (store.ts, filteredList), its page's columns trimmed.
-  const query = sql`WITH matches AS MATERIALIZED (
-      SELECT updated_at, id FROM notes WHERE user_id = ${userId} AND ${condition}
-    ),
-    page AS (SELECT updated_at, id FROM matches ORDER BY updated_at DESC, id LIMIT 20 OFFSET 0)
-    SELECT n.id, n.title, (SELECT count(*) FROM matches)
-    FROM page JOIN notes n ON n.id = page.id
-    ORDER BY page.updated_at DESC, page.id`.compile(database.db);
+  // The statement of the store's filtered list, as it runs.
+  const { page: query } = filteredListQueries(database, userId, { search, limit: 20, offset: 0 });
   const prefix =
     database.engine === "sqlite"
       ? "EXPLAIN QUERY PLAN "
