@@ -7,45 +7,66 @@ import { parseQuery } from "./request.ts";
 import { authenticatedEmail, localUser } from "./routes/authenticate.ts";
 import { notesPage, presentPage } from "./routes/notes.ts";
 import { NoteListQuery } from "./schemas.ts";
+import { searchTerms } from "./store/search.ts";
 
-/** `/api/notes`, optionally with `limit` and `offset` (each at most once) as digits. */
-const PLAIN_LIST = /^\/api\/notes(?:\?(limit|offset)=(\d{1,16})(?:&(limit|offset)=(\d{1,16}))?)?$/;
+const LIST_PATH = "/api/notes";
+/**
+ * A parameter the fast path takes: a name the list knows, and a value of URL-unreserved
+ * characters only, which Hono's decoding of the query leaves as it is.
+ */
+const PARAMETER = /^(search|tagId|limit|offset)=([\w.~-]{1,1000})$/;
 
 /**
- * The plain list — `GET /api/notes`, with at most `limit` and `offset` as digits — the call
- * an agent makes most, answered straight from `node:http` in front of Hono, its page read with
- * the user in one statement (`plainListOf`). Where that finds no page — no such user, or a
- * query to refuse — the Hono route's own steps decide, in its order (`localUser`, then
- * `parseQuery`), so the answers are the same bytes (tested side by side); any other URL, where
- * Hono's own decoding of the query would matter, is passed on.
+ * `GET /api/notes`, the call an agent makes most, answered straight from `node:http` in front of
+ * Hono. It takes the URLs whose parameters Hono would read as they stand: `search`, `tagId`,
+ * `limit` and `offset`, each at most once, in unreserved characters (`listParameters`); any other
+ * URL, where Hono's own decoding of the query would matter, is passed on. The answer is the Hono
+ * route's, step for step: authentication, the local user, then the query (tested side by side,
+ * the same bytes). The plain list reads its page with the user in one statement
+ * (`plainListOf`); where that finds no page (no such user, a query to refuse), the route's steps
+ * decide.
  */
 export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath {
   return (request, response) => {
     if (request.method !== "GET") return false;
-    const match = PLAIN_LIST.exec(request.url ?? "");
-    if (!match) return false;
-    const [, firstName, firstValue, secondName, secondValue] = match;
-    if (firstName !== undefined && firstName === secondName) return false;
-    const params: Record<string, string> = {};
-    if (firstName && firstValue) params[firstName] = firstValue;
-    if (secondName && secondValue) params[secondName] = secondValue;
+    const params = listParameters(request.url ?? "");
+    if (!params) return false;
     const token = incomingHeader(request, SESSION_TOKEN_HEADER);
     authenticatedEmail(ctx, token)
       .then(async (email) => {
         const query = NoteListQuery.safeParse(params);
-        const page = query.success ? await ctx.store.plainListOf(email, query.data) : undefined;
-        if (page) return presentPage(page);
+        if (query.success && !query.data.tagId && searchTerms(query.data.search).length === 0) {
+          const page = await ctx.store.plainListOf(email, query.data);
+          if (page) return presentPage(page);
+        }
         const user = await localUser(ctx, email);
-        return notesPage(ctx, user.id, parseQuery(NoteListQuery, params));
+        return notesPage(
+          ctx,
+          user.id,
+          query.success ? query.data : parseQuery(NoteListQuery, params),
+        );
       })
       .then(
         (page) => writeJson(response, 200, page, undefined),
         (error: unknown) => {
-          const path = "/api/notes";
+          const path = LIST_PATH;
           const answer = answerError(error, logger, { method: "GET", path }, isDatabaseUnavailable);
           writeJson(response, answer.status, answer.body, answer.headers);
         },
       );
     return true;
   };
+}
+
+/** The parameters of a list URL the fast path takes, as Hono would read them; else undefined. */
+export function listParameters(url: string): Record<string, string> | undefined {
+  if (url === LIST_PATH) return {};
+  if (!url.startsWith(`${LIST_PATH}?`)) return undefined;
+  const params: Record<string, string> = {};
+  for (const pair of url.slice(LIST_PATH.length + 1).split("&")) {
+    const [, name, value] = PARAMETER.exec(pair) ?? [];
+    if (name === undefined || value === undefined || Object.hasOwn(params, name)) return undefined;
+    params[name] = value;
+  }
+  return params;
 }

@@ -25,6 +25,7 @@ for (const engine of testEngines()) {
     let ada: Person;
     let stranger: Person;
     let empty: Person;
+    let tagId: string;
 
     before(async () => {
       notes = await openTestNotes(engine);
@@ -42,6 +43,7 @@ for (const engine of testEngines()) {
       const tag = (await (await ada.call("POST", "/api/tags", { name: "Work" })).json()) as {
         tag: { id: string };
       };
+      tagId = tag.tag.id;
       for (let n = 0; n < 5; n++) {
         notes.advance(1000);
         await ada.call("POST", "/api/notes", {
@@ -96,14 +98,51 @@ for (const engine of testEngines()) {
       assert.equal(page.notes[1]?.tags.length, 1);
     });
 
+    it("answers searches and tag filters with the same status, headers and body as the Hono route", async () => {
+      const paths = [
+        "/api/notes?search=body",
+        "/api/notes?search=BODY&limit=2",
+        "/api/notes?limit=2&offset=1&search=bod",
+        "/api/notes?search=body&offset=4",
+        "/api/notes?search=body&offset=9",
+        "/api/notes?search=No",
+        "/api/notes?search=e_d",
+        "/api/notes?search=quoted.",
+        "/api/notes?search=nothing-like-it",
+        `/api/notes?tagId=${tagId}`,
+        `/api/notes?tagId=${tagId.toUpperCase()}&search=body&limit=1`,
+        `/api/notes?tagId=${crypto.randomUUID()}`,
+        "/api/notes?tagId=x",
+        "/api/notes?search=body&limit=0",
+        `/api/notes?search=${"a".repeat(1000)}`,
+      ];
+      for (const path of paths) {
+        for (const token of [ada.token, empty.token, stranger.token, "aps_not-a-token", null]) {
+          const { fast, hono } = await compare(path, token);
+          assert.notEqual(fast.status, PASSED_ON, `${path} should be answered on the fast path`);
+          assert.deepEqual(fast, hono, `${path} with ${token?.slice(0, 8) ?? "no token"}`);
+        }
+      }
+      const found = async (path: string) =>
+        JSON.parse((await compare(path, ada.token)).fast.body) as { total: number };
+      assert.equal((await found("/api/notes?search=BODY&limit=2")).total, 5);
+      assert.equal((await found(`/api/notes?tagId=${tagId}`)).total, 2);
+      assert.equal((await found(`/api/notes?tagId=${tagId}&search=body&limit=1`)).total, 2);
+      assert.equal((await compare("/api/notes?tagId=x", ada.token)).fast.status, 400);
+    });
+
     it("passes every other request on to Hono", async () => {
       const others = [
         "/api/notes/",
-        "/api/notes?search=body",
+        "/api/notes?search=body+1",
+        "/api/notes?search=body%201",
+        "/api/notes?search=b%C3%B6dy",
+        "/api/notes?search=body&search=x",
+        `/api/notes?search=${"a".repeat(1001)}`,
         "/api/notes?limit=1&limit=2",
         "/api/notes?limit=%32",
         "/api/notes?limit=",
-        "/api/notes?tagId=x",
+        "/api/notes?search",
         "/api/notes?limit=1&",
         "/api/notes?x=1",
         "/api/notesx",
