@@ -81,15 +81,15 @@ const database = openDatabase<NotesDatabase>({
 try {
   await migrateToLatest(database.db, "notes", notesMigrations(database.engine));
   const store = createNotesStore(database);
-  const users = Array.from(
-    { length: Math.max(2, Math.ceil((TOTAL - USER_NOTES) / 10_000) + 1) },
-    () => randomUUID(),
-  );
+  const users: string[] = [];
+  for (let i = 0; i < Math.max(2, Math.ceil((TOTAL - USER_NOTES) / 10_000) + 1); i++) {
+    const user = await store.addUser(`user${i}@example.com`, 0);
+    if (!user) throw new Error("user exists");
+    users.push(user.id);
+  }
   const [target = ""] = users;
-  await database.db
-    .insertInto("users")
-    .values(users.map((id, i) => ({ id, email: `user${i}@example.com`, created_at: 0 })))
-    .execute();
+  /** How many notes each user has so far: the offset of the next one's seq in their range. */
+  const written = new Map<string, number>();
 
   const started = performance.now();
   const rareEvery = 1000; // "zeppelin" appears in 0.1% of the user's notes
@@ -99,7 +99,10 @@ try {
       const owner =
         n < USER_NOTES ? target : (users[1 + ((n - USER_NOTES) % (users.length - 1))] as string);
       const rare = n % rareEvery === 0 ? " zeppelin" : "";
+      const ordinal = (written.get(owner) ?? 0) + 1;
+      written.set(owner, ordinal);
       return {
+        ordinal,
         id: randomUUID(),
         user_id: owner,
         title: `${sentence(4)}${rare}`,
@@ -161,18 +164,34 @@ try {
   rmSync(dataDir, { recursive: true, force: true });
 }
 
-async function insertBatch(rows: NotesDatabase["notes"][]): Promise<void> {
+/** A note to write, and which of its user's notes it is (its seq's offset in their range on SQLite). */
+type SeedNote = Omit<NotesDatabase["notes"], "seq"> & { ordinal: number };
+
+async function insertBatch(rows: SeedNote[]): Promise<void> {
   if (database.sqlite) {
+    // The seq of a note lies in its user's range (apps/notes/src/store/migrations.ts, 0004).
     const insert = database.sqlite.prepare(
-      "INSERT INTO notes (id, user_id, title, content, content_text, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      `INSERT INTO notes (seq, id, user_id, title, content, content_text, created_at, updated_at)
+       VALUES ((SELECT number << 32 FROM users WHERE id = ?) | ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     database.sqlite.exec("BEGIN");
-    for (const r of rows)
-      insert.run(r.id, r.user_id, r.title, r.content, r.content_text, r.created_at, r.updated_at);
+    for (const r of rows) {
+      insert.run(
+        r.user_id,
+        r.ordinal,
+        r.id,
+        r.user_id,
+        r.title,
+        r.content,
+        r.content_text,
+        r.created_at,
+        r.updated_at,
+      );
+    }
     database.sqlite.exec("COMMIT");
     return;
   }
-  const column = <K extends keyof NotesDatabase["notes"]>(key: K) => rows.map((r) => r[key]);
+  const column = <K extends keyof SeedNote>(key: K) => rows.map((r) => r[key]);
   await sql`INSERT INTO notes (id, user_id, title, content, content_text, created_at, updated_at)
     SELECT * FROM unnest(${column("id")}::text[], ${column("user_id")}::text[], ${column("title")}::text[],
       ${column("content")}::text[], ${column("content_text")}::text[], ${column("created_at")}::bigint[],

@@ -3,6 +3,7 @@ import { migrateToLatest, openDatabase } from "@agentpass/db";
 import { sql } from "kysely";
 import { notesMigrations } from "../apps/notes/src/store/migrations.ts";
 import type { NotesDatabase } from "../apps/notes/src/store/schema.ts";
+import { createNotesStore } from "../apps/notes/src/store/store.ts";
 
 const LETTERS = "abcdefghijklmnopqrstuvwxyz";
 /** A word every `SEARCH_EVERY`-th note carries, so a search has a known, realistic hit rate. */
@@ -22,12 +23,17 @@ export async function seedNotes(
   const database = openDatabase<NotesDatabase>({ ...location, fileName: "notes.sqlite" });
   try {
     await migrateToLatest(database.db, "notes", notesMigrations(database.engine));
-    const userId = randomUUID();
-    await database.db.insertInto("users").values({ id: userId, email, created_at: 0 }).execute();
+    const user = await createNotesStore(database).addUser(email, 0);
+    if (!user) throw new Error(`${email} exists`);
+    const userId = user.id;
     for (let offset = 0; offset < count; offset += BATCH) {
       const rows = Array.from({ length: Math.min(BATCH, count - offset) }, (_, i) => {
         const n = offset + i;
         return {
+          // On SQLite a note's seq lies in its user's range (store/migrations.ts, 0004).
+          ...(database.engine === "sqlite" && {
+            seq: sql<number>`(SELECT number << 32 FROM users WHERE id = ${userId}) | ${n + 1}`,
+          }),
           id: randomUUID(),
           user_id: userId,
           title: `${words(4)}${n % SEARCH_EVERY === 0 ? ` ${SEARCH_TERM}` : ""}`,

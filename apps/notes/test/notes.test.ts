@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
+import { sql } from "kysely";
 import { loadNotesConfig } from "../src/config.ts";
 import { openNotesService } from "../src/service.ts";
 import { openTestNotes, type Person, START, type TestNotes } from "./support/harness.ts";
@@ -444,6 +445,86 @@ for (const engine of testEngines()) {
           await own.close();
         }
       });
+    });
+
+    describe("search within one user's notes, at every density of matches", () => {
+      it("walks newest-first or orders every match, and answers as a reference would either way", async () => {
+        // Two people write the same words, interleaved. For one of them: a word in the newest
+        // notes (the walk down the newest-first index finds a page), one in the oldest (a walk
+        // would run out: the matches are looked up and ordered instead), one in every note,
+        // one rare. Totals and pages must be each person's own, as a filter and sort in
+        // JavaScript gives them, on every page shape.
+        const [ann, bob] = [await notes.person(), await notes.person()];
+        for (let i = 0; i < 120; i++) {
+          for (const person of [ann, bob]) {
+            const words = [
+              i < 40 ? "oldword" : "",
+              i >= 80 ? "newword" : "",
+              i % 50 === 7 ? "rareword" : "",
+              "everyword",
+            ];
+            await create(person, { title: `n${i} ${words.join(" ")}`, contentText: `c${i}` });
+          }
+          if (i % 9 === 0) notes.advance(1);
+        }
+        // Updated notes move to the front of the newest-first order.
+        const old = (await list(ann, "?search=oldword&limit=500")).notes.slice(0, 3);
+        for (const note of old) {
+          notes.advance(1);
+          const patched = await ann.call("PATCH", `/api/notes/${note.id}`, { contentText: "x" });
+          assert.equal(patched.status, 200);
+        }
+        for (const person of [ann, bob]) {
+          const all = (await list(person, "?limit=500")).notes.sort(
+            (a, b) => b.updatedAt.localeCompare(a.updatedAt) || (a.id < b.id ? -1 : 1),
+          );
+          assert.equal(all.length, 120);
+          const user = await notes.store.findUserByEmail(person.email.toLowerCase());
+          assert.ok(user);
+          for (const search of ["newword", "oldword", "everyword", "rareword", "word n11", "zzz"]) {
+            const expected = all.filter((note) =>
+              search
+                .split(" ")
+                .every((term) => `${note.title}\n${note.contentText}`.toLowerCase().includes(term)),
+            );
+            for (const [limit, offset] of [
+              [1, 0],
+              [3, 0],
+              [20, 0],
+              [10, 30],
+              [500, 0],
+              [5, 200],
+            ] as const) {
+              const label = `${person.email} ${search} ${limit}/${offset}`;
+              const page = await notes.store.listNotes(user.id, { search, limit, offset });
+              assert.equal(page.total, expected.length, label);
+              assert.deepEqual(
+                page.notes.map((note) => note.id),
+                expected.slice(offset, offset + limit).map((note) => note.id),
+                label,
+              );
+            }
+          }
+        }
+      });
+
+      if (engine === "sqlite") {
+        it("keeps every note's rowid in its user's range, and refuses one outside it", async () => {
+          const person = await notes.person();
+          await create(person, { title: "ranged" });
+          const { db } = notes.store;
+          const strays = await sql<{ n: number }>`SELECT count(*) AS n FROM notes
+            JOIN users u ON u.id = notes.user_id WHERE notes.seq >> 32 != u.number`.execute(db);
+          assert.equal(strays.rows[0]?.n, 0);
+          const user = await notes.store.findUserByEmail(person.email.toLowerCase());
+          assert.ok(user);
+          await assert.rejects(
+            sql`INSERT INTO notes (id, user_id, title, content, content_text, created_at, updated_at)
+              VALUES (${crypto.randomUUID()}, ${user.id}, 't', '[]', '', 0, 0)`.execute(db),
+            /seq must lie in its user's range/,
+          );
+        });
+      }
     });
 
     describe("one note: GET, PATCH, DELETE /api/notes/:id", () => {

@@ -1,8 +1,20 @@
 import type { Generated } from "kysely";
 /** Table shapes as Kysely sees them. Every row is keyed by its user first (DESIGN.md §8). */
 export interface NotesDatabase {
-  users: { id: string; email: string; created_at: number; note_count: Generated<number> };
+  users: {
+    id: string;
+    email: string;
+    created_at: number;
+    note_count: Generated<number>;
+    /**
+     * SQLite only: the user's number, whose range `number << 32` to `number << 32 | 0xFFFFFFFF`
+     * holds the `seq` of each of their notes (migrations.ts, "0004_user_ranges").
+     */
+    number: Generated<number>;
+  };
   notes: {
+    /** SQLite only: the rowid the full-text index points at, in its user's range. */
+    seq: Generated<number>;
     id: string;
     user_id: string;
     title: string;
