@@ -467,9 +467,14 @@ for (const engine of testEngines()) {
           }
           if (i % 9 === 0) notes.advance(1);
         }
-        // Updated notes move to the front of the newest-first order.
+        // Updated notes move to the front of the newest-first order: three of Ann's oldest, and
+        // thirty in the middle, which puts Ann's newest matches of "newword" behind notes that
+        // were created before them (a walk sized by creation order runs out there).
         const old = (await list(ann, "?search=oldword&limit=500")).notes.slice(0, 3);
-        for (const note of old) {
+        const middle = (await list(ann, "?limit=500")).notes.filter((note) =>
+          /^n(4\d|5\d|6\d) /.test(note.title),
+        );
+        for (const note of [...old, ...middle]) {
           notes.advance(1);
           const patched = await ann.call("PATCH", `/api/notes/${note.id}`, { contentText: "x" });
           assert.equal(patched.status, 200);

@@ -176,13 +176,17 @@ function userRange(userId: string) {
  * user's matching notes, read from their part of the index). Their count is the total, with no
  * note looked up. The page comes one of two ways, decided inside the statement:
  * - the walk: the user's notes newest-first down their index (no note read), each kept if it
- *   is among the matches, until the page's last note is found. It is tried when the matches are
- *   dense enough that, spread evenly, that note lies within 4 × their count of the newest
- *   (offset + limit) × notes ≤ 4 × matches²), and walks at most that far;
- * - otherwise, or when the walk ran out (the matches lie among older notes), each match's note
- *   is looked up, and the page is ordered out of all of them, as in the general statement.
- * Measured on 100,000 notes, 2,000 matching, first page of 20: 1.18 → 0.75 ms; a walk that
- * runs out costs ~1.2 × the lookup alone; where no walk is tried, the same as before.
+ *   is among the matches, until the page's last note is found. It is tried only where it should
+ *   be short: the matches dense enough that, spread evenly, the page's last lies within 4 × their
+ *   count of the newest ((offset + limit) × notes ≤ 4 × matches²), and, rowids being given in
+ *   order of creation, fewer than 8 × their count of notes created after it (`reach`: the user's
+ *   last rowid less that match's, read from the index in reverse). It walks at most twice that
+ *   reach (updated notes move to the front);
+ * - otherwise, or when the walk runs out, each match's note is looked up and the page is ordered
+ *   out of all of them, as in the general statement.
+ * Measured on 100,000 notes, 2,000 matching every 50th, first page of 20: 1.18 → 0.87 ms; with
+ * 20,000 newer notes none of which match, 1.24 → 1.29 ms (the reach rules the walk out; without
+ * that rule the walk ran out, 1.92 ms); a rare term, a deep page: as before.
  */
 function searchPage(matches: RawBuilder<unknown>, userId: string, query: ListQuery) {
   const { limit, offset } = query;
@@ -191,16 +195,23 @@ function searchPage(matches: RawBuilder<unknown>, userId: string, query: ListQue
   const need = Math.trunc(limit + offset);
   return sql`${matches},
     total AS MATERIALIZED (SELECT count(*) AS n FROM matches),
+    -- How many notes were created after the page's last match, were the matches dated by their
+    -- rowids: FTS5 gives them in rowid order, so that match is the (n - need)-th. An estimate
+    -- for choosing the walk, never for its result (a walk that runs out is not used).
+    reach AS MATERIALIZED (
+      SELECT CASE WHEN ${need} * (SELECT note_count FROM users WHERE id = ${userId}) > 4 * n * n
+        THEN NULL
+        ELSE (SELECT max(seq) FROM notes WHERE seq ${userRange(userId)})
+          - (SELECT seq FROM matches LIMIT 1 OFFSET (SELECT max(n - ${need}, 0) FROM total))
+      END AS notes
+      FROM total
+    ),
     walked AS MATERIALIZED (
       SELECT updated_at, id FROM (
         SELECT updated_at, id, seq FROM notes INDEXED BY notes_user_updated
         WHERE user_id = ${userId}
         ORDER BY updated_at DESC, id
-        LIMIT (
-          SELECT CASE WHEN ${need} * (SELECT note_count FROM users WHERE id = ${userId}) <= 4 * n * n
-            THEN 4 * n ELSE 0 END
-          FROM total
-        )
+        LIMIT (SELECT CASE WHEN notes <= 8 * n THEN 2 * notes + ${need} ELSE 0 END FROM total, reach)
       ) WHERE seq IN matches LIMIT ${sql.lit(need)}
     ),
     walk AS MATERIALIZED (
