@@ -212,7 +212,7 @@ function searchPage(matches: RawBuilder<unknown>, userId: string, query: ListQue
         WHERE user_id = ${userId}
         ORDER BY updated_at DESC, id
         LIMIT (SELECT CASE WHEN notes <= 8 * n THEN 2 * notes + ${need} ELSE 0 END FROM total, reach)
-      ) WHERE seq IN matches LIMIT ${sql.lit(need)}
+      ) WHERE seq IN matches ORDER BY updated_at DESC, id LIMIT ${sql.lit(need)}
     ),
     walk AS MATERIALIZED (
       SELECT (SELECT count(*) FROM walked) IN (${need}, (SELECT n FROM total)) AS complete
