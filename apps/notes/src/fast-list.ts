@@ -1,11 +1,18 @@
 import { isDatabaseUnavailable } from "@agentpass/db";
-import { answerError, type FastPath, incomingHeader, writeJson } from "@agentpass/http";
+import {
+  answerError,
+  type FastPath,
+  incomingHeader,
+  writeJson,
+  writeJsonText,
+} from "@agentpass/http";
 import { SESSION_TOKEN_HEADER } from "@agentpass/verify";
 import type { Logger } from "pino";
 import type { NotesContext } from "./context.ts";
+import { listedPageJson } from "./presenters.ts";
 import { parseQuery } from "./request.ts";
 import { authenticatedEmail, localUser } from "./routes/authenticate.ts";
-import { notesPage, presentPage } from "./routes/notes.ts";
+import { notesPage } from "./routes/notes.ts";
 import { NoteListQuery } from "./schemas.ts";
 import { searchTerms } from "./store/search.ts";
 
@@ -23,8 +30,8 @@ const PARAMETER = /^(search|tagId|limit|offset)=([\w.~-]{1,1000})$/;
  * URL, where Hono's own decoding of the query would matter, is passed on. The answer is the Hono
  * route's, step for step: authentication, the local user, then the query (tested side by side,
  * the same bytes). The plain list reads its page with the user in one statement
- * (`plainListOf`); where that finds no page (no such user, a query to refuse), the route's steps
- * decide.
+ * (`plainListOf`) and writes its answer straight from the rows (`listedPageJson`); where that
+ * finds no page (no such user, a query to refuse), the route's steps decide.
  */
 export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath {
   return (request, response) => {
@@ -37,17 +44,14 @@ export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath 
         const query = NoteListQuery.safeParse(params);
         if (query.success && !query.data.tagId && searchTerms(query.data.search).length === 0) {
           const page = await ctx.store.plainListOf(email, query.data);
-          if (page) return presentPage(page);
+          if (page) return listedPageJson(page);
         }
         const user = await localUser(ctx, email);
-        return notesPage(
-          ctx,
-          user.id,
-          query.success ? query.data : parseQuery(NoteListQuery, params),
-        );
+        const listQuery = query.success ? query.data : parseQuery(NoteListQuery, params);
+        return JSON.stringify(await notesPage(ctx, user.id, listQuery));
       })
       .then(
-        (page) => writeJson(response, 200, page, undefined),
+        (json) => writeJsonText(response, 200, json, undefined),
         (error: unknown) => {
           const path = LIST_PATH;
           const answer = answerError(error, logger, { method: "GET", path }, isDatabaseUnavailable);

@@ -25,6 +25,7 @@ for (const engine of testEngines()) {
     let ada: Person;
     let stranger: Person;
     let empty: Person;
+    let hostile: Person;
     let tagId: string;
 
     before(async () => {
@@ -40,6 +41,20 @@ for (const engine of testEngines()) {
       ada = await notes.person();
       stranger = await notes.person(undefined, false);
       empty = await notes.person();
+      // Strings JSON escapes, and a document whose text parsing and serializing must keep.
+      hostile = await notes.person();
+      const odd = '\u0001\u001f\u007f"\\</script>\u2028\u2029\ud83d\ude00é\n\t ';
+      const oddTag = (await (
+        await hostile.call("POST", "/api/tags", { name: `x${odd}y` })
+      ).json()) as {
+        tag: { id: string };
+      };
+      await hostile.call("POST", "/api/notes", {
+        title: `t${odd}t`,
+        content: JSON.parse('{"b2":{"x":1},"10":true,"b":[1e21,-0,0.1,"\\u2028\\"é"]}'),
+        contentText: odd,
+        tagIds: [oddTag.tag.id],
+      });
       const tag = (await (await ada.call("POST", "/api/tags", { name: "Work" })).json()) as {
         tag: { id: string };
       };
@@ -82,7 +97,8 @@ for (const engine of testEngines()) {
         "/api/notes?offset=9999999999999999",
       ];
       for (const path of paths) {
-        for (const token of [ada.token, empty.token, stranger.token, "aps_not-a-token", "", null]) {
+        const tokens = [ada.token, empty.token, hostile.token, stranger.token, "aps_not-a-token"];
+        for (const token of [...tokens, "", null]) {
           const { fast, hono } = await compare(path, token);
           assert.notEqual(fast.status, PASSED_ON, `${path} should be answered on the fast path`);
           assert.deepEqual(fast, hono, `${path} with ${token?.slice(0, 8) ?? "no token"}`);
@@ -96,6 +112,10 @@ for (const engine of testEngines()) {
       assert.deepEqual(none, { notes: [], total: 0 });
       assert.equal(page.notes[0]?.tags.length, 0);
       assert.equal(page.notes[1]?.tags.length, 1);
+      const odd = JSON.parse((await compare("/api/notes", hostile.token)).fast.body);
+      assert.equal(odd.notes[0].title.slice(0, 4), "t\u0001\u001f\u007f");
+      assert.deepEqual(Object.keys(odd.notes[0].content), ["10", "b2", "b"]);
+      assert.equal(odd.notes[0].tags.length, 1);
     });
 
     it("answers searches and tag filters with the same status, headers and body as the Hono route", async () => {

@@ -19,7 +19,16 @@ export function writeJson(
   body: unknown,
   headers: Record<string, string> | undefined,
 ): void {
-  const json = JSON.stringify(body);
+  writeJsonText(response, status, JSON.stringify(body), headers);
+}
+
+/** `writeJson` for an answer already serialized (`json`, JSON text). */
+export function writeJsonText(
+  response: ServerResponse,
+  status: number,
+  json: string,
+  headers: Record<string, string> | undefined,
+): void {
   response.writeHead(status, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(json),

@@ -1,5 +1,5 @@
 export { type OpenApiDocument, renderDocsPage } from "./docs-page.ts";
-export { type FastPath, incomingHeader, writeJson } from "./fast-path.ts";
+export { type FastPath, incomingHeader, writeJson, writeJsonText } from "./fast-path.ts";
 export {
   answerError,
   type BearerCredential,

@@ -18,7 +18,11 @@ export interface NotesDatabase {
     id: string;
     user_id: string;
     title: string;
-    /** The note's JSON document, serialized. */
+    /**
+     * The note's JSON document as `JSON.stringify` wrote it, and only ever so: a page of notes
+     * writes it into its answer as it is (`listedPageJson`), the same text parsing and
+     * serializing it again would give.
+     */
     content: string;
     content_text: string;
     created_at: number;

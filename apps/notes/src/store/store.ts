@@ -68,9 +68,20 @@ type NoteRow = Pick<NotesDatabase["notes"], (typeof NOTE_COLUMNS)[number]>;
  * A note as a list reads it: its columns in `NOTE_COLUMNS` order, then its tags as JSON text
  * (`[[id, name, createdAt], …]` in tag order; null for none).
  */
-type ListedNote = [string, string, string, string, number, number, string | null];
+export type ListedNote = [string, string, string, string, number, number, string | null];
 /** A row of a page: a listed note, then the total (the user's note counter on a plain list). */
 type PageRow = [...ListedNote, number];
+
+/**
+ * A page of notes as the list read them (`ListedNote` rows, tags as JSON text), for an answer
+ * written straight from the rows (`listedPageJson` in presenters.ts).
+ */
+export interface ListedPage {
+  /** Each row a `ListedNote`, perhaps followed by columns of the page (the total). */
+  notes: readonly (ListedNote | PageRow)[];
+  /** How many notes match across every page. */
+  total: number;
+}
 
 /**
  * The columns of a listed note `n` (`ListedNote`), tags included. A list is read in as few
@@ -301,11 +312,12 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
     /**
      * The plain list (no search, no tag) of the user with `email`, read with the user in one
      * statement: the list an agent calls most, without a separate lookup of the user
-     * (`fast-list.ts`). The same answer as `listNotes` for that user; undefined for no user.
+     * (`fast-list.ts`). The same notes and total as `listNotes` for that user, as the rows were
+     * read; undefined for no user.
      */
-    async plainListOf(email: string, query: PlainQuery): Promise<NotesPage | undefined> {
+    async plainListOf(email: string, query: PlainQuery): Promise<ListedPage | undefined> {
       const page = await plainPage("email", email, query.limit, query.offset);
-      if (page.length > 0) return { notes: page.map(listedNote), total: Number(page[0]?.[7]) };
+      if (page.length > 0) return { notes: page, total: Number(page[0]?.[7]) };
       const user = await userByEmail(email);
       return user && { notes: [], total: Number((await noteCount(user.id))?.note_count ?? 0) };
     },
