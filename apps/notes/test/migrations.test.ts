@@ -75,4 +75,86 @@ describe("notes migrations (sqlite)", () => {
       await test.drop();
     }
   });
+
+  it("renumbers the notes written before 0005 in the order of their last writes, and searches find them as before", async () => {
+    const test = await createTestDatabase("sqlite");
+    const database = openDatabase<NotesDatabase>({ dataDir: test.dataDir, fileName: "n.sqlite" });
+    try {
+      const { db } = database;
+      const all = notesMigrations("sqlite");
+      const before = Object.fromEntries(
+        Object.entries(all).filter(([name]) => name < "0005_seq_follows_writes"),
+      );
+      await migrateToLatest(db, "notes", before);
+      const store = createNotesStore(database);
+      const users = [
+        await store.addUser("a@example.com", 0),
+        await store.addUser("b@example.com", 0),
+      ].map((user) => user?.id ?? "");
+      // Written as before 0005: rowids in order of creation; then updated in another order, some
+      // in the same millisecond (the list orders those by id).
+      const ids: string[][] = [[], []];
+      for (let n = 0; n < 40; n++) {
+        const note = await store.createNote(
+          users[n % 2] as string,
+          { title: `note ${n} ${n % 3 ? "plain" : "marked"}`, content: [], contentText: "" },
+          [],
+          n,
+        );
+        ids[n % 2]?.push(note.id);
+      }
+      for (const [i, id] of [...(ids[0] ?? []), ...(ids[1] ?? [])].entries()) {
+        if (i % 4 === 1) {
+          await sql`UPDATE notes SET updated_at = ${100 + (i % 3)}, title = title || ' edited'
+            WHERE id = ${id}`.execute(db);
+        }
+      }
+      const listOrder = async (user: string) =>
+        (
+          await sql<{ id: string }>`SELECT id FROM notes WHERE user_id = ${user}
+            ORDER BY updated_at DESC, id`.execute(db)
+        ).rows.map((row) => row.id);
+      const orders = [await listOrder(users[0] as string), await listOrder(users[1] as string)];
+
+      await migrateToLatest(db, "notes", all);
+
+      for (const [u, user] of users.entries()) {
+        const bySeq = await sql<{ id: string; seq: number; number: number }>`SELECT n.id, n.seq,
+          u.number FROM notes n JOIN users u ON u.id = n.user_id
+          WHERE n.user_id = ${user} ORDER BY n.seq DESC`.execute(db);
+        assert.deepEqual(
+          bySeq.rows.map((row) => row.id),
+          orders[u],
+        );
+        assert.ok(bySeq.rows.every((row) => Math.floor(row.seq / 2 ** 32) === row.number));
+        for (const term of ["marked", "edited", "plain edited"]) {
+          const found = await store.listNotes(user, { search: term, limit: 100, offset: 0 });
+          const expected = (
+            await sql<{ id: string }>`SELECT id FROM notes WHERE user_id = ${user}
+              AND title LIKE ${`%${term.split(" ")[0]}%`} AND title LIKE ${`%${term.split(" ").at(-1)}%`}
+              ORDER BY updated_at DESC, id`.execute(db)
+          ).rows.map((row) => row.id);
+          assert.ok(expected.length > 0, term);
+          assert.deepEqual(
+            found.notes.map((note) => note.id),
+            expected,
+            term,
+          );
+        }
+      }
+      // From now on a write moves the note to the end of its user's range, and no further.
+      const last = ids[0]?.[0] as string;
+      await store.updateNote(users[0] as string, last, { title: "moved" }, undefined, 500);
+      const top = await sql<{ id: string }>`SELECT id FROM notes WHERE user_id = ${users[0]}
+        ORDER BY seq DESC LIMIT 1`.execute(db);
+      assert.equal(top.rows[0]?.id, last);
+      await assert.rejects(
+        sql`UPDATE notes SET seq = seq + (1 << 32) WHERE id = ${last}`.execute(db),
+        /seq must lie in its user's range/,
+      );
+    } finally {
+      await database.close();
+      await test.drop();
+    }
+  });
 });

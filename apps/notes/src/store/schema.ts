@@ -13,7 +13,10 @@ export interface NotesDatabase {
     number: Generated<number>;
   };
   notes: {
-    /** SQLite only: the rowid the full-text index points at, in its user's range. */
+    /**
+     * SQLite only: the rowid the full-text index points at, in its user's range, the next of
+     * that range on every write of the note (migrations.ts, "0005_seq_follows_writes").
+     */
     seq: Generated<number>;
     id: string;
     user_id: string;

@@ -104,8 +104,10 @@ function listedColumnsOf(engine: Engine): string {
 }
 
 /**
- * SQLite: the `seq` of a new note of the user, the next in their range (migrations.ts,
- * "0004_user_ranges"). A user's 2^32-th note would leave the range: the range trigger refuses it.
+ * SQLite: the `seq` a note of the user takes when it is written (created or updated): the next in
+ * their range (migrations.ts, "0004_user_ranges" and "0005_seq_follows_writes"), so rowids run in
+ * the order of last writes. A user's 2^32-th write would leave the range: the range triggers
+ * refuse it (at 10 writes a second, after 13 years).
  */
 export function nextNoteSeq(userId: string) {
   return sql<number>`(
@@ -126,9 +128,9 @@ const LISTED_COLUMNS = { sqlite: listedColumnsOf("sqlite"), postgres: listedColu
  * the page's notes are read in full. On SQLite the notes are joined to the full-text index's
  * matches in the user's range of rowids (a join, not `IN`, which built a temporary index of the
  * matches first: 1.23 → 1.13 ms for 2,000 matches of 100,000 notes). A search by full-text terms
- * alone goes the other way where it can (`searchPage`). On PostgreSQL the matches carry no
- * LIMIT, so its planner takes the trigram index rather than walking the newest-first one
- * (docs/decisions.md, "Storage").
+ * alone, to a shallow page, reads its newest matches (`newestMatchesPage`). On PostgreSQL the
+ * matches carry no LIMIT, so its planner takes the trigram index rather than walking the
+ * newest-first one (docs/decisions.md, "Storage").
  */
 export function filteredListQueries(
   database: Pick<OpenedDatabase<NotesDatabase>, "db" | "engine">,
@@ -137,14 +139,17 @@ export function filteredListQueries(
 ): { page: CompiledQuery; count: () => CompiledQuery } {
   const { db, engine } = database;
   const search = searchSql(engine, searchTerms(query.search));
-  if (search?.match && search.conditions.length === 0 && !query.tagId) {
-    const matches = sql`WITH matches AS MATERIALIZED (
-      SELECT rowid AS seq FROM notes_search
-      WHERE notes_search MATCH ${search.match} AND rowid ${userRange(userId)}
-    )`;
+  if (
+    search?.match &&
+    search.conditions.length === 0 &&
+    !query.tagId &&
+    query.limit + query.offset <= NEWEST_MATCHES_MAX
+  ) {
+    const matching = sql<boolean>`notes_search MATCH ${search.match}
+      AND notes_search.rowid ${userRange(userId)}`;
     return {
-      page: searchPage(matches, userId, query).compile(db),
-      count: () => sql`${matches} SELECT count(*) FROM matches`.compile(db),
+      page: newestMatchesPage(matching, userId, query).compile(db),
+      count: () => sql`SELECT count(*) FROM notes_search WHERE ${matching}`.compile(db),
     };
   }
   const source = search?.match
@@ -182,67 +187,72 @@ function userRange(userId: string) {
     AND (SELECT number << 32 | 4294967295 FROM users WHERE id = ${userId})`;
 }
 
+/** The deepest page (`limit + offset`) a search reads from its newest matches. */
+const NEWEST_MATCHES_MAX = 100;
+
 /**
- * SQLite: a page of a search by full-text terms alone, given `matches` (the rowids of the
- * user's matching notes, read from their part of the index). Their count is the total, with no
- * note looked up. The page comes one of two ways, decided inside the statement:
- * - the walk: the user's notes newest-first down their index (no note read), each kept if it
- *   is among the matches, until the page's last note is found. It is tried only where it should
- *   be short: the matches dense enough that, spread evenly, the page's last lies within 4 × their
- *   count of the newest ((offset + limit) × notes ≤ 4 × matches²), and, rowids being given in
- *   order of creation, fewer than 8 × their count of notes created after it (`reach`: the user's
- *   last rowid less that match's). It walks at most twice that reach (updated notes move to the
- *   front);
- * - otherwise, or when the walk runs out, each match's note is looked up and the page is ordered
- *   out of all of them, as in the general statement.
- * Measured on 100,000 notes, 2,000 matching every 50th, first page of 20: 1.18 → 0.78 ms; with
- * 20,000 newer notes none of which match, 1.24 → 1.21 ms (the reach rules the walk out; without
- * that rule the walk ran out, 1.92 ms); a rare term, a deep page: as before.
+ * SQLite: a page of a search by full-text terms alone, no deeper than `NEWEST_MATCHES_MAX`, from
+ * the newest matches. A note takes the next rowid of its user's range on every write
+ * (`nextNoteSeq`), so the last `limit + offset` matches in rowid order (read backwards off the
+ * end of the user's part of the index, `top`) are, but for notes written in the same
+ * millisecond or a clock set back, the page's. The statement proves it before using them:
+ * - `edge`: the last of `top` in the list's order (`updated_at` descending, then `id`);
+ * - a match ranking above `edge` that `top` lacks has a rowid below all of `top`'s, so `top` is
+ *   the page's set unless one of the user's notes ranking above `edge` (a short walk down the
+ *   newest-first index, which reads no note) has a rowid below `top`'s lowest. The walk stops
+ *   after as many notes as there are rowids from that lowest to the user's last, plus one: more
+ *   than that and one of them lies below. It is taken only where it should be short, within
+ *   8 × the matches (+ the page) of the newest; `top` holding every match needs no walk.
+ * Otherwise every match is looked up and ordered, as in the general statement. The total is the
+ * index's count of the user's matches, with no note read. Measured on 100,000 notes, 2,000
+ * matching every 50th, first page of 20: 0.91 → 0.71 ms (it gathered every match, then walked
+ * the index testing each note against them); a 3-letter term in 2,472: 0.60 → 0.27 ms.
  */
-function searchPage(matches: RawBuilder<unknown>, userId: string, query: ListQuery) {
+function newestMatchesPage(matching: RawBuilder<boolean>, userId: string, query: ListQuery) {
   const { limit, offset } = query;
-  // The walk stops after `need` matches: a literal LIMIT there runs the statement in 0.75 ms
-  // against 0.92 ms with a bound one (2,000 matches of 100,000 notes).
-  const need = Math.trunc(limit + offset);
-  return sql`${matches},
-    total AS MATERIALIZED (SELECT count(*) AS n FROM matches),
-    -- How many notes were created after the page's last match, were the matches dated by their
-    -- rowids: FTS5 gives them in rowid order, so that match is the (n - need)-th. An estimate
-    -- for choosing the walk, never for its result (a walk that runs out is not used).
-    reach AS MATERIALIZED (
-      SELECT CASE WHEN ${need} * (SELECT note_count FROM users WHERE id = ${userId}) > 4 * n * n
-        THEN NULL
-        ELSE (SELECT max(seq) FROM notes WHERE seq ${userRange(userId)})
-          - (SELECT seq FROM matches LIMIT 1 OFFSET (SELECT max(n - ${need}, 0) FROM total))
-      END AS notes
-      FROM total
+  const need = sql.lit(Math.trunc(limit + offset));
+  return sql`WITH total AS MATERIALIZED (
+      SELECT count(*) AS n FROM notes_search WHERE ${matching}
     ),
-    walked AS MATERIALIZED (
-      SELECT updated_at, id FROM (
-        SELECT updated_at, id, seq FROM notes INDEXED BY notes_user_updated
-        WHERE user_id = ${userId}
-        ORDER BY updated_at DESC, id
-        LIMIT (SELECT CASE WHEN notes <= 8 * n THEN 2 * notes + ${need} ELSE 0 END FROM total, reach)
-      ) WHERE seq IN matches ORDER BY updated_at DESC, id LIMIT ${sql.lit(need)}
+    top AS MATERIALIZED (
+      SELECT n.updated_at, n.id, n.seq FROM (
+        SELECT rowid AS seq FROM notes_search WHERE ${matching}
+        ORDER BY rowid DESC LIMIT ${need}
+      ) f CROSS JOIN notes n ON n.seq = f.seq
     ),
-    walk AS MATERIALIZED (
-      SELECT (SELECT count(*) FROM walked) IN (${need}, (SELECT n FROM total)) AS complete
+    edge AS MATERIALIZED (
+      SELECT updated_at, id, (SELECT min(seq) FROM top) AS lowest,
+        (SELECT max(seq) FROM notes WHERE seq ${userRange(userId)}) - (SELECT min(seq) FROM top) + 1 AS reach
+      FROM top ORDER BY updated_at, id DESC LIMIT 1
+    ),
+    proven AS MATERIALIZED (
+      SELECT (SELECT count(*) FROM top) = (SELECT n FROM total) OR (
+        EXISTS (SELECT 1 FROM edge WHERE reach <= 8 * (SELECT n FROM total) + ${need})
+        AND NOT EXISTS (
+          SELECT 1 FROM (
+            SELECT n.seq FROM edge CROSS JOIN notes n INDEXED BY notes_user_updated
+            WHERE n.user_id = ${userId} AND n.updated_at >= edge.updated_at
+              AND (n.updated_at > edge.updated_at OR n.id < edge.id)
+            LIMIT (SELECT reach + 1 FROM edge)
+          ) WHERE seq < (SELECT lowest FROM edge)
+        )
+      ) AS yes
     ),
     page AS (
       SELECT * FROM (
-        SELECT updated_at, id FROM walked ORDER BY updated_at DESC, id
-        LIMIT (SELECT CASE WHEN complete THEN ${limit} ELSE 0 END FROM walk) OFFSET ${offset}
+        SELECT updated_at, id, seq FROM top ORDER BY updated_at DESC, id
+        LIMIT (SELECT CASE WHEN yes THEN ${limit} ELSE 0 END FROM proven) OFFSET ${offset}
       )
       UNION ALL
       SELECT * FROM (
-        SELECT n.updated_at, n.id FROM matches m CROSS JOIN notes n ON n.seq = m.seq
-        WHERE n.user_id = ${userId}
+        SELECT n.updated_at, n.id, n.seq FROM notes_search CROSS JOIN notes n ON n.seq = notes_search.rowid
+        WHERE ${matching}
         ORDER BY n.updated_at DESC, n.id
-        LIMIT (SELECT CASE WHEN complete THEN 0 ELSE ${limit} END FROM walk) OFFSET ${offset}
+        LIMIT (SELECT CASE WHEN yes THEN 0 ELSE ${limit} END FROM proven) OFFSET ${offset}
       )
     )
     SELECT ${sql.raw(LISTED_COLUMNS.sqlite)}, (SELECT n FROM total)
-    FROM page CROSS JOIN notes n ON n.id = page.id
+    FROM page CROSS JOIN notes n ON n.seq = page.seq
     ORDER BY page.updated_at DESC, page.id`;
 }
 
@@ -406,6 +416,7 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
             ...(fields.title !== undefined && { title: fields.title }),
             ...(fields.content !== undefined && { content: JSON.stringify(fields.content) }),
             ...(fields.contentText !== undefined && { content_text: fields.contentText }),
+            ...(engine === "sqlite" && { seq: nextNoteSeq(userId) }),
             updated_at: now,
           })
           .where("user_id", "=", userId)
