@@ -12,7 +12,6 @@ import type { NotesContext } from "./context.ts";
 import { listedPageJson } from "./presenters.ts";
 import { parseQuery } from "./request.ts";
 import { authenticatedEmail, localUser } from "./routes/authenticate.ts";
-import { notesPage } from "./routes/notes.ts";
 import { NoteListQuery } from "./schemas.ts";
 import { searchTerms } from "./store/search.ts";
 
@@ -29,9 +28,9 @@ const PARAMETER = /^(search|tagId|limit|offset)=([\w.~-]{1,1000})$/;
  * `limit` and `offset`, each at most once, in unreserved characters (`listParameters`); any other
  * URL, where Hono's own decoding of the query would matter, is passed on. The answer is the Hono
  * route's, step for step: authentication, the local user, then the query (tested side by side,
- * the same bytes). The plain list reads its page with the user in one statement
- * (`plainListOf`) and writes its answer straight from the rows (`listedPageJson`); where that
- * finds no page (no such user, a query to refuse), the route's steps decide.
+ * the same bytes). Every page is written straight from the rows read (`listedPageJson`); the
+ * plain list reads its page with the user in one statement (`plainListOf`), and where that finds
+ * no page (no such user, a query to refuse), the route's steps decide.
  */
 export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath {
   return (request, response) => {
@@ -48,7 +47,7 @@ export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath 
         }
         const user = await localUser(ctx, email);
         const listQuery = query.success ? query.data : parseQuery(NoteListQuery, params);
-        return JSON.stringify(await notesPage(ctx, user.id, listQuery));
+        return listedPageJson(await ctx.store.listedPage(user.id, listQuery));
       })
       .then(
         (json) => writeJsonText(response, 200, json, undefined),

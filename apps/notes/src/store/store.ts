@@ -297,23 +297,29 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
   );
 
   /** Every note of the user, newest-updated first; the total is the user's counter. */
-  async function plainList(userId: string, query: PlainQuery) {
+  async function plainList(userId: string, query: PlainQuery): Promise<ListedPage> {
     const page = await plainPage("id", userId, query.limit, query.offset);
     // A page past the last note has no row to carry the counter.
     const total = page[0]?.[7] ?? (await noteCount(userId))?.note_count ?? 0;
-    return { notes: page.map(listedNote), total: Number(total) };
+    return { notes: page, total: Number(total) };
   }
 
   /** A list with a tag or a search (`filteredListQueries`), read in one statement. */
-  async function filteredList(userId: string, query: ListQuery) {
+  async function filteredList(userId: string, query: ListQuery): Promise<ListedPage> {
     const { page, count } = filteredListQueries(database, userId, query);
     const rows = await readRows<PageRow>(page);
     if (rows.length > 0 || query.offset === 0) {
-      return { notes: rows.map(listedNote), total: Number(rows[0]?.[7] ?? 0) };
+      return { notes: rows, total: Number(rows[0]?.[7] ?? 0) };
     }
     // A page past the last match has no row to carry the total.
     const [total] = await readRows<[number]>(count());
     return { notes: [], total: Number(total?.[0] ?? 0) };
+  }
+
+  async function listedPage(userId: string, query: ListQuery): Promise<ListedPage> {
+    return query.tagId || searchTerms(query.search).length > 0
+      ? filteredList(userId, query)
+      : plainList(userId, query);
   }
 
   return {
@@ -366,10 +372,12 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
     },
 
     async listNotes(userId: string, query: ListQuery): Promise<NotesPage> {
-      return query.tagId || searchTerms(query.search).length > 0
-        ? filteredList(userId, query)
-        : plainList(userId, query);
+      const { notes, total } = await listedPage(userId, query);
+      return { notes: notes.map(listedNote), total };
     },
+
+    /** `listNotes` as the rows were read, for writing the page's JSON from them (`listedPageJson`). */
+    listedPage,
 
     async getNote(userId: string, id: string): Promise<Note | undefined> {
       return getNote(db, userId, id);
