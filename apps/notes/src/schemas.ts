@@ -18,12 +18,35 @@ function trimmedText(min: number, max: number) {
     }, `must be ${min} to ${max} characters after trimming`);
 }
 
+type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** Whether `value` is what `JSON.parse` gives: plain objects and arrays of JSON values. */
+function isJsonValue(value: unknown): value is JsonValue {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
+  if (typeof value === "number") return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every(isJsonValue);
+  if (typeof value !== "object") return false;
+  const prototype = Object.getPrototypeOf(value);
+  return (
+    (prototype === Object.prototype || prototype === null) &&
+    Object.values(value).every(isJsonValue)
+  );
+}
+
+/**
+ * A JSON document, kept exactly as the request body held it. zod's `z.json()` builds every
+ * object again by assignment, which turns a `"__proto__"` key into the copy's prototype: the key
+ * and its value were lost without an error. The body's nesting is bounded before any schema runs
+ * (`readBody`), so the check's recursion is too.
+ */
+const JsonDocument = z.custom<JsonValue>(isJsonValue, "must be a JSON value");
+
 /** A UUID, compared in lower case as the ids are generated. */
 export const Uuid = z.uuid().transform((value) => value.toLowerCase());
 
 export const NoteCreate = z.object({
   title: trimmedText(1, 500).describe("1 to 500 characters after trimming"),
-  content: z.json().optional().describe("Block-based rich text document; defaults to []"),
+  content: JsonDocument.optional().describe("Block-based rich text document; defaults to []"),
   contentText: storableText.optional().describe("Plain text of the content, used by search"),
   tagIds: z.array(Uuid).max(100).optional().describe("Tags to assign; others' tags are ignored"),
 });
@@ -55,7 +78,7 @@ export const TagSchema = z.object({
 export const NoteSchema = z.object({
   id: z.uuid(),
   title: z.string(),
-  content: z.json(),
+  content: JsonDocument,
   contentText: z.string(),
   createdAt: z.iso.datetime(),
   updatedAt: z.iso.datetime(),

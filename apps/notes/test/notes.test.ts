@@ -97,6 +97,37 @@ for (const engine of testEngines()) {
         assert.deepEqual(note.tags, []);
       });
 
+      it('keeps every key of a content document, a "__proto__" key included, through every read', async () => {
+        const document = '{"10":true,"__proto__":{"x":1},"a":[{"__proto__":2,"constructor":3}]}';
+        const created = await ada.call(
+          "POST",
+          "/api/notes",
+          undefined,
+          `{"title":"prototype keys","content":${document}}`,
+        );
+        assert.equal(created.status, 201);
+        const { note } = (await created.json()) as { note: NoteJson };
+        const id = note.id;
+        assert.equal(JSON.stringify(note.content), document);
+        const read = (await (await ada.call("GET", `/api/notes/${id}`)).json()) as {
+          note: NoteJson;
+        };
+        assert.equal(JSON.stringify(read.note.content), document);
+        const listed = (await list(ada, "?limit=500")).notes.find((one) => one.id === id);
+        assert.equal(JSON.stringify(listed?.content), document);
+        const found = (await list(ada, "?search=prototype")).notes.find((one) => one.id === id);
+        assert.equal(JSON.stringify(found?.content), document);
+        const patched = await ada.call(
+          "PATCH",
+          `/api/notes/${id}`,
+          undefined,
+          `{"content":{"__proto__":null}}`,
+        );
+        assert.equal(patched.status, 200);
+        const after = (await patched.json()) as { note: NoteJson };
+        assert.equal(JSON.stringify(after.note.content), '{"__proto__":null}');
+      });
+
       it("ignores unknown fields", async () => {
         const note = await create(ada, {
           title: "Extra",
