@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { migrateToLatest, openDatabase } from "@agentpass/db";
 import { sql } from "kysely";
+import { noteListing } from "../apps/notes/src/store/listing.ts";
 import { notesMigrations } from "../apps/notes/src/store/migrations.ts";
 import type { NotesDatabase } from "../apps/notes/src/store/schema.ts";
 import { createNotesStore } from "../apps/notes/src/store/store.ts";
@@ -29,18 +30,22 @@ export async function seedNotes(
     for (let offset = 0; offset < count; offset += BATCH) {
       const rows = Array.from({ length: Math.min(BATCH, count - offset) }, (_, i) => {
         const n = offset + i;
+        const id = randomUUID();
+        const title = `${words(4)}${n % SEARCH_EVERY === 0 ? ` ${SEARCH_TERM}` : ""}`;
+        const contentText = words(20);
         return {
           // On SQLite a note's seq lies in its user's range (store/migrations.ts, 0004).
           ...(database.engine === "sqlite" && {
             seq: sql<number>`(SELECT number << 32 FROM users WHERE id = ${userId}) | ${n + 1}`,
           }),
-          id: randomUUID(),
+          id,
           user_id: userId,
-          title: `${words(4)}${n % SEARCH_EVERY === 0 ? ` ${SEARCH_TERM}` : ""}`,
+          title,
           content: "[]",
-          content_text: words(20),
+          content_text: contentText,
           created_at: n,
           updated_at: n,
+          listed_json: noteListing(id, title, "[]", contentText, n, n),
         };
       });
       await database.db.insertInto("notes").values(rows).execute();

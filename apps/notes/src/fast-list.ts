@@ -9,7 +9,7 @@ import {
 import { SESSION_TOKEN_HEADER } from "@agentpass/verify";
 import type { Logger } from "pino";
 import type { NotesContext } from "./context.ts";
-import { listedPageJson } from "./presenters.ts";
+import { listedPageJson, listingPageJson } from "./presenters.ts";
 import { parseQuery } from "./request.ts";
 import { authenticatedEmail, localUser } from "./routes/authenticate.ts";
 import { NoteListQuery } from "./schemas.ts";
@@ -29,8 +29,9 @@ const PARAMETER = /^(search|tagId|limit|offset)=([\w.~-]{1,1000})$/;
  * URL, where Hono's own decoding of the query would matter, is passed on. The answer is the Hono
  * route's, step for step: authentication, the local user, then the query (tested side by side,
  * the same bytes). Every page is written straight from the rows read (`listedPageJson`); the
- * plain list reads its page with the user in one statement (`plainListOf`), and where that finds
- * no page (no such user, a query to refuse), the route's steps decide.
+ * plain list reads its page with the user in one statement (`plainListOf`) as its notes' stored
+ * listings and tags (`listingPageJson`), and where that finds no page (no such user, a query to
+ * refuse), the route's steps decide.
  */
 export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath {
   return (request, response) => {
@@ -43,7 +44,7 @@ export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath 
         const query = NoteListQuery.safeParse(params);
         if (query.success && !query.data.tagId && searchTerms(query.data.search).length === 0) {
           const page = await ctx.store.plainListOf(email, query.data);
-          if (page) return listedPageJson(page);
+          if (page) return listingPageJson(page);
         }
         const user = await localUser(ctx, email);
         const listQuery = query.success ? query.data : parseQuery(NoteListQuery, params);

@@ -1,5 +1,6 @@
 import { isoTime } from "@agentpass/http";
-import type { ListedPage, Note, Tag } from "./store/store.ts";
+import { noteListing } from "./store/listing.ts";
+import type { ListedPage, ListingPage, Note, Tag } from "./store/store.ts";
 
 /** The JSON form of a tag: dates as ISO 8601 with milliseconds, UTC. */
 export function presentTag(tag: Tag) {
@@ -33,7 +34,21 @@ export function listedPageJson({ notes, total }: ListedPage): string {
   let json = '{"notes":[';
   let separator = "";
   for (const [id, title, content, contentText, createdAt, updatedAt, tags] of notes) {
-    json += `${separator}{"id":${quote(id)},"title":${quote(title)},"content":${content},"contentText":${quote(contentText)},"createdAt":"${isoTime(createdAt)}","updatedAt":"${isoTime(updatedAt)}","tags":${tags === null ? "[]" : listedTagsJson(tags)}}`;
+    json += `${separator}${noteListing(id, title, content, contentText, createdAt, updatedAt)}${tags === null ? "[]" : listedTagsJson(tags)}}`;
+    separator = ",";
+  }
+  return `${json}],"total":${total}}`;
+}
+
+/**
+ * `listedPageJson` for a page read as its notes' stored listings (`noteListing`) and tags: the
+ * same text, with nothing to quote or format but the tags.
+ */
+export function listingPageJson({ notes, total }: ListingPage): string {
+  let json = '{"notes":[';
+  let separator = "";
+  for (const [listing, tags] of notes) {
+    json += `${separator}${listing}${tags === null ? "[]" : listedTagsJson(tags)}}`;
     separator = ",";
   }
   return `${json}],"total":${total}}`;

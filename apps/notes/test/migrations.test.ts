@@ -4,9 +4,10 @@ import { describe, it } from "node:test";
 import { migrateToLatest, openDatabase } from "@agentpass/db";
 import { createTestDatabase } from "@agentpass/db/testing";
 import { sql } from "kysely";
+import { noteListing } from "../src/store/listing.ts";
 import { notesMigrations } from "../src/store/migrations.ts";
 import type { NotesDatabase } from "../src/store/schema.ts";
-import { createNotesStore } from "../src/store/store.ts";
+import { createNotesStore, nextNoteSeq } from "../src/store/store.ts";
 
 describe("notes migrations (sqlite)", () => {
   it("moves the notes written before 0004 into their users' ranges, and searches find them as before", async () => {
@@ -95,13 +96,11 @@ describe("notes migrations (sqlite)", () => {
       // in the same millisecond (the list orders those by id).
       const ids: string[][] = [[], []];
       for (let n = 0; n < 40; n++) {
-        const note = await store.createNote(
-          users[n % 2] as string,
-          { title: `note ${n} ${n % 3 ? "plain" : "marked"}`, content: [], contentText: "" },
-          [],
-          n,
-        );
-        ids[n % 2]?.push(note.id);
+        const [user, id] = [users[n % 2] as string, randomUUID()];
+        await sql`INSERT INTO notes (seq, id, user_id, title, content, content_text, created_at, updated_at)
+          VALUES (${nextNoteSeq(user)}, ${id}, ${user}, ${`note ${n} ${n % 3 ? "plain" : "marked"}`},
+            '[]', '', ${n}, ${n})`.execute(db);
+        ids[n % 2]?.push(id);
       }
       for (const [i, id] of [...(ids[0] ?? []), ...(ids[1] ?? [])].entries()) {
         if (i % 4 === 1) {
@@ -141,6 +140,22 @@ describe("notes migrations (sqlite)", () => {
             term,
           );
         }
+      }
+      // Every note has its listing, as the store writes it (0006).
+      const listed = await sql<{
+        id: string;
+        title: string;
+        content: string;
+        content_text: string;
+        created_at: number;
+        updated_at: number;
+        listed_json: string;
+      }>`SELECT id, title, content, content_text, created_at, updated_at, listed_json
+        FROM notes`.execute(db);
+      assert.equal(listed.rows.length, 40);
+      for (const row of listed.rows) {
+        const { id, title, content, content_text: text, created_at: at, updated_at: up } = row;
+        assert.equal(row.listed_json, noteListing(id, title, content, text, at, up));
       }
       // From now on a write moves the note to the end of its user's range, and no further.
       const last = ids[0]?.[0] as string;

@@ -4,6 +4,7 @@ import { testEngines } from "@agentpass/db/testing";
 import { sql } from "kysely";
 import { loadNotesConfig } from "../src/config.ts";
 import { openNotesService } from "../src/service.ts";
+import { nextNoteSeq } from "../src/store/store.ts";
 import { openTestNotes, type Person, START, type TestNotes } from "./support/harness.ts";
 
 interface NoteJson {
@@ -555,9 +556,17 @@ for (const engine of testEngines()) {
           const user = await notes.store.findUserByEmail(person.email.toLowerCase());
           assert.ok(user);
           await assert.rejects(
-            sql`INSERT INTO notes (id, user_id, title, content, content_text, created_at, updated_at)
-              VALUES (${crypto.randomUUID()}, ${user.id}, 't', '[]', '', 0, 0)`.execute(db),
+            sql`INSERT INTO notes (id, user_id, title, content, content_text, created_at, updated_at, listed_json)
+              VALUES (${crypto.randomUUID()}, ${user.id}, 't', '[]', '', 0, 0, '{')`.execute(db),
             /seq must lie in its user's range/,
+          );
+          // Nor a note without its listing (notes migration 0006), wherever its rowid lies.
+          await assert.rejects(
+            sql`INSERT INTO notes (seq, id, user_id, title, content, content_text, created_at, updated_at)
+              VALUES (${nextNoteSeq(user.id)}, ${crypto.randomUUID()}, ${user.id}, 't', '[]', '', 0, 0)`.execute(
+              db,
+            ),
+            /a note needs its listed_json/,
           );
         });
       }

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { listedPageJson, presentNote } from "../src/presenters.ts";
+import { listedPageJson, listingPageJson, presentNote } from "../src/presenters.ts";
+import { noteListing } from "../src/store/listing.ts";
 import type { ListedNote, Note } from "../src/store/store.ts";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 2_000);
@@ -46,6 +47,18 @@ describe("listedPageJson", () => {
         const stored = notes.map((n) => ({ ...n, content: JSON.parse(JSON.stringify(n.content)) }));
         const expected = JSON.stringify({ notes: stored.map(presentNote), total });
         assert.equal(listedPageJson({ notes: stored.map(listed), total }), expected);
+        // The same page as its notes' stored listings (what a plain page reads).
+        const listings = stored
+          .map(listed)
+          .map(
+            ([id, title, content, contentText, createdAt, updatedAt, tags]) =>
+              [noteListing(id, title, content, contentText, createdAt, updatedAt), tags, total] as [
+                string,
+                string | null,
+                number,
+              ],
+          );
+        assert.equal(listingPageJson({ notes: listings, total }), expected);
       }),
       { numRuns: RUNS },
     );

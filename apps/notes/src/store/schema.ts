@@ -30,6 +30,11 @@ export interface NotesDatabase {
     content_text: string;
     created_at: number;
     updated_at: number;
+    /**
+     * The note's JSON as a list writes it, up to its tags (`noteListing` of the columns above),
+     * written with every write of the note (migrations.ts, "0006_listed_json").
+     */
+    listed_json: string;
   };
   tags: {
     id: string;
