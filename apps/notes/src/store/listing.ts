@@ -9,6 +9,7 @@ const quote = JSON.stringify;
  * (schema.ts). Kept with each note as `listed_json` (notes migration 0006), written with every
  * write of the note, so a plain page is its notes' listings and tags joined: the statement reads
  * 3 columns a note instead of 8 and no JSON is built (20 notes: 29 → 14 µs, statement and text).
+ * Changing this text means a migration that writes every note's listing again, as 0006 did.
  */
 export function noteListing(
   id: string,
