@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
 import { migrateToLatest, openDatabase } from "@agentpass/db";
-import { createTestDatabase } from "@agentpass/db/testing";
+import { createTestDatabase, testEngines } from "@agentpass/db/testing";
 import { sql } from "kysely";
 import { noteListing } from "../src/store/listing.ts";
 import { notesMigrations } from "../src/store/migrations.ts";
@@ -173,3 +173,63 @@ describe("notes migrations (sqlite)", () => {
     }
   });
 });
+
+for (const engine of testEngines()) {
+  describe(`notes migration 0006 (${engine})`, () => {
+    it("writes every existing note's listing as the store would, and refuses a note without one after", async () => {
+      const test = await createTestDatabase(engine);
+      const database = openDatabase<NotesDatabase>({ ...test, fileName: "n.sqlite" });
+      try {
+        const { db } = database;
+        const all = notesMigrations(engine);
+        const before = Object.fromEntries(
+          Object.entries(all).filter(([name]) => name < "0006_listed_json"),
+        );
+        await migrateToLatest(db, "notes", before);
+        const user = (await createNotesStore(database).addUser("a@example.com", 0))?.id ?? "";
+        const odd = '\u0001\u001f\u007f"\\</script>\u2028\ud83d\ude00é\n\t';
+        // More than one batch of the backfill (1,000), written as before 0006.
+        for (let n = 0; n < 1_100; n++) {
+          const title = n % 7 ? `note ${n}` : `${odd}${n}`;
+          const content = n % 5 ? "[]" : JSON.stringify({ __proto__: null, odd, n: -n });
+          await sql`INSERT INTO notes (${sql.raw(engine === "sqlite" ? "seq, " : "")}id, user_id,
+              title, content, content_text, created_at, updated_at)
+            VALUES (${engine === "sqlite" ? sql`${nextNoteSeq(user)}, ` : sql``}${randomUUID()},
+              ${user}, ${title}, ${content}, ${`${odd}${n}`}, ${n}, ${n * 1_000_003})`.execute(db);
+        }
+        await migrateToLatest(db, "notes", all);
+        const rows = await sql<{
+          id: string;
+          title: string;
+          content: string;
+          content_text: string;
+          created_at: number | string;
+          updated_at: number | string;
+          listed_json: string;
+        }>`SELECT id, title, content, content_text, created_at, updated_at, listed_json
+          FROM notes`.execute(db);
+        assert.equal(rows.rows.length, 1_100);
+        for (const row of rows.rows) {
+          const [createdAt, updatedAt] = [Number(row.created_at), Number(row.updated_at)];
+          const { id, title, content, content_text: text } = row;
+          assert.equal(
+            row.listed_json,
+            noteListing(id, title, content, text, createdAt, updatedAt),
+          );
+        }
+        await assert.rejects(
+          sql`INSERT INTO notes (${sql.raw(engine === "sqlite" ? "seq, " : "")}id, user_id, title,
+              content, content_text, created_at, updated_at)
+            VALUES (${engine === "sqlite" ? sql`${nextNoteSeq(user)}, ` : sql``}${randomUUID()},
+              ${user}, 't', '[]', '', 0, 0)`.execute(db),
+          engine === "sqlite"
+            ? /a note needs its listed_json/
+            : /null value in column "listed_json"/,
+        );
+      } finally {
+        await database.close();
+        await test.drop();
+      }
+    });
+  });
+}
