@@ -1,11 +1,16 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
+import { createPreparedQuery } from "@agentpass/db";
 import { testEngines } from "@agentpass/db/testing";
 import { loadConfig } from "../src/config.ts";
 import { revokeKey } from "../src/credentials.ts";
 import { openIdentityService } from "../src/service.ts";
-import { shareChecks } from "../src/store/cached-read.ts";
+import { openDatabase } from "@agentpass/db";
+import { hashKey } from "../src/keys.ts";
+import { createReadCaches, shareChecks } from "../src/store/cached-read.ts";
+import type { IdentityDatabase } from "../src/store/schema.ts";
+import { keyChangeCheck } from "../src/store/store.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 /** A check the test finishes by hand, counting how many runs started. */
@@ -156,6 +161,57 @@ for (const engine of testEngines()) {
         answers.map((answer) => answer.status),
         Array(50).fill(200),
       );
+    });
+  });
+}
+
+for (const engine of testEngines()) {
+  describe(`a cache fill racing a revocation (${engine})`, () => {
+    it("never keeps a row read before a revocation once a check has noticed the revocation", async () => {
+      const identity = await openTestIdentity(engine);
+      // A second connection with its own caches, as another instance has.
+      const database = openDatabase<IdentityDatabase>({
+        databaseUrl: identity.database.databaseUrl,
+        dataDir: identity.database.dataDir,
+        fileName: "identity.sqlite",
+      });
+      try {
+        const partner = await identity.partner();
+        const query = createPreparedQuery<{ revokedAt: number | null }>(
+          database,
+          'SELECT revoked_at AS "revokedAt" FROM partner_keys WHERE secret_hash = ?',
+        );
+        // A read runs at once; a read given a gate holds its answer until the gate opens.
+        const caches = createReadCaches(keyChangeCheck(database));
+        let gate: { queried: PromiseWithResolvers<void>; open: PromiseWithResolvers<void> } | undefined;
+        const readKey = caches.cached(async (hash: string) => {
+          const held = gate;
+          gate = undefined;
+          const row = await query(hash);
+          held?.queried.resolve();
+          await held?.open.promise;
+          return row;
+        });
+        const hash = hashKey(partner.key);
+        const otherPartner = await identity.partner();
+
+        await caches.beginRequest();
+        const held = { queried: Promise.withResolvers<void>(), open: Promise.withResolvers<void>() };
+        gate = held;
+        const early = readKey(hash); // a request that arrived before the revocation
+        await held.queried.promise;
+        assert.deepEqual(await revokeKey(identity.ctx, "partner", partner.keyId), { ok: true });
+        await caches.beginRequest(); // the next request's check notices the revocation...
+        await readKey(hashKey(otherPartner.key)); // ...and its first read starts a fresh cache
+        held.open.resolve();
+        assert.equal((await early)?.revokedAt, null, "the early request is answered as it arrived");
+
+        await caches.beginRequest();
+        assert.notEqual((await readKey(hash))?.revokedAt, null, "the next request sees the revocation");
+      } finally {
+        await database.close();
+        await identity.close();
+      }
     });
   });
 }

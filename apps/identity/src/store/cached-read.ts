@@ -33,8 +33,12 @@ export function createReadCaches(hasChanged: ChangeCheck) {
           entriesGeneration = generation;
         }
         if (entries.has(key)) return entries.get(key);
+        const startedIn = generation;
         const row = await read(key);
-        entries.set(key, row);
+        // A read that began before a change and ended after the check that noticed it may hold
+        // the row as it was (a key not yet revoked): it answers its own request, which arrived
+        // before the change, but is never kept for the requests after it.
+        if (startedIn === generation && entriesGeneration === generation) entries.set(key, row);
         return row;
       };
     },

@@ -57,7 +57,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
   const ownerColumn = (table: KeyTableName) =>
     table === "user_keys" ? ("account_id" as const) : ("partner_id" as const);
   type KeyByHash = { id: string; ownerId: string; revokedAt: number | null };
-  const caches = createReadCaches(database.hasChanged ?? keyEpochCheck(database));
+  const caches = createReadCaches(keyChangeCheck(database));
   const keyByHash = {
     user_keys: caches.cached(
       createPreparedQuery<KeyByHash>(
@@ -306,6 +306,11 @@ function keyColumns(owner: "account_id" | "partner_id") {
     "last_used_at as lastUsedAt",
     "revoked_at as revokedAt",
   ] as const;
+}
+
+/** Whether anything a cached key read depends on may have changed since the previous call. */
+export function keyChangeCheck(database: OpenedDatabase<IdentityDatabase>): ChangeCheck {
+  return database.hasChanged ?? keyEpochCheck(database);
 }
 
 /**
