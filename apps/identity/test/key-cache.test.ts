@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { createPreparedQuery } from "@agentpass/db";
+import { createPreparedQuery, openDatabase } from "@agentpass/db";
 import { testEngines } from "@agentpass/db/testing";
 import { loadConfig } from "../src/config.ts";
 import { revokeKey } from "../src/credentials.ts";
-import { openIdentityService } from "../src/service.ts";
-import { openDatabase } from "@agentpass/db";
 import { hashKey } from "../src/keys.ts";
+import { openIdentityService } from "../src/service.ts";
 import { createReadCaches, shareChecks } from "../src/store/cached-read.ts";
 import type { IdentityDatabase } from "../src/store/schema.ts";
 import { keyChangeCheck } from "../src/store/store.ts";
@@ -183,7 +182,9 @@ for (const engine of testEngines()) {
         );
         // A read runs at once; a read given a gate holds its answer until the gate opens.
         const caches = createReadCaches(keyChangeCheck(database));
-        let gate: { queried: PromiseWithResolvers<void>; open: PromiseWithResolvers<void> } | undefined;
+        let gate:
+          | { queried: PromiseWithResolvers<void>; open: PromiseWithResolvers<void> }
+          | undefined;
         const readKey = caches.cached(async (hash: string) => {
           const held = gate;
           gate = undefined;
@@ -196,7 +197,10 @@ for (const engine of testEngines()) {
         const otherPartner = await identity.partner();
 
         await caches.beginRequest();
-        const held = { queried: Promise.withResolvers<void>(), open: Promise.withResolvers<void>() };
+        const held = {
+          queried: Promise.withResolvers<void>(),
+          open: Promise.withResolvers<void>(),
+        };
         gate = held;
         const early = readKey(hash); // a request that arrived before the revocation
         await held.queried.promise;
@@ -207,7 +211,11 @@ for (const engine of testEngines()) {
         assert.equal((await early)?.revokedAt, null, "the early request is answered as it arrived");
 
         await caches.beginRequest();
-        assert.notEqual((await readKey(hash))?.revokedAt, null, "the next request sees the revocation");
+        assert.notEqual(
+          (await readKey(hash))?.revokedAt,
+          null,
+          "the next request sees the revocation",
+        );
       } finally {
         await database.close();
         await identity.close();
