@@ -74,18 +74,38 @@ async function withAdminClient<T>(url: string, run: (client: pg.Client) => Promi
 }
 
 /**
- * A TCP proxy in front of the PostgreSQL of `databaseUrl` that can play a stopped server:
- * connect through `proxy.databaseUrl`; `stop()` drops every open connection and closes the port
- * (connections are refused, as by a stopped PostgreSQL); `start()` listens on the same port
- * again. The real server is never touched, so the suites running beside this one are not
+ * A TCP proxy in front of the PostgreSQL of `databaseUrl` that can play a stopped or a hung
+ * server: connect through `proxy.databaseUrl`; see `startTcpProxy` for `stop`, `start`, `stall`
+ * and `resume`. The real server is never touched, so the suites running beside this one are not
  * disturbed.
  */
 export async function startDatabaseProxy(databaseUrl: string) {
   const direct = new URL(databaseUrl);
-  const target = { host: direct.hostname, port: Number(direct.port || 5432) };
+  const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+  const viaProxy = new URL(direct);
+  viaProxy.host = `127.0.0.1:${proxy.port}`;
+  return { ...proxy, databaseUrl: viaProxy.toString() };
+}
+
+/**
+ * A TCP proxy on a loopback port in front of `target`, for fault tests:
+ * - `stop()` drops every open connection and closes the port (connections are refused, as by a
+ *   stopped server); `start()` listens on the same port again;
+ * - `stall()` stops forwarding without closing anything, in both directions and for new
+ *   connections too (as a server stopped with SIGSTOP, or a network that drops packets);
+ *   `resume()` delivers what was held and forwards again.
+ */
+export async function startTcpProxy(target: { host: string; port: number }) {
   const sockets = new Set<Socket>();
+  /** Chunks held while stalled, each with the socket it is for, in arrival order. */
+  let held: [Socket, Buffer][] | undefined;
   let server: Server | undefined;
   let port = 0;
+  const forward = (from: Socket, to: Socket) =>
+    from.on("data", (chunk: Buffer) => {
+      if (held) held.push([to, chunk]);
+      else to.write(chunk);
+    });
   const listen = () =>
     new Promise<void>((resolve, reject) => {
       const listening = createServer((client) => {
@@ -99,7 +119,8 @@ export async function startDatabaseProxy(databaseUrl: string) {
             backend.destroy();
           });
         }
-        client.pipe(backend).pipe(client);
+        forward(client, backend);
+        forward(backend, client);
       });
       listening.once("error", reject);
       listening.listen(port, "127.0.0.1", () => {
@@ -109,19 +130,31 @@ export async function startDatabaseProxy(databaseUrl: string) {
       });
     });
   await listen();
-  const viaProxy = new URL(direct);
-  viaProxy.host = `127.0.0.1:${port}`;
   return {
-    databaseUrl: viaProxy.toString(),
+    port,
     async stop() {
       const closing = server;
       server = undefined;
       const closed = new Promise((resolve) => (closing ? closing.close(resolve) : resolve(null)));
       for (const socket of sockets) socket.destroy();
+      held = held && [];
       await closed;
     },
     async start() {
       if (!server) await listen();
+    },
+    stall() {
+      held ??= [];
+    },
+    resume() {
+      const chunks = held ?? [];
+      held = undefined;
+      for (const [to, chunk] of chunks) if (!to.destroyed) to.write(chunk);
+    },
+    /** Stops the proxy for good. */
+    async close() {
+      this.resume();
+      await this.stop();
     },
   };
 }
