@@ -83,10 +83,9 @@ export async function pollDeviceLogin(
   if (!code || code.status === "consumed") return { ok: false, error: "invalid_grant" };
   if (code.expires_at <= now) return { ok: false, error: "expired_token" };
   if (code.status === "denied") return { ok: false, error: "access_denied" };
-  const tooSoon =
-    code.last_polled_at !== null && now - code.last_polled_at < POLL_INTERVAL_S * 1000;
-  await ctx.web.markDevicePolled(deviceHash, now);
-  if (tooSoon) return { ok: false, error: "slow_down" };
+  if (!(await ctx.web.takeDevicePoll(deviceHash, now, POLL_INTERVAL_S * 1000))) {
+    return { ok: false, error: "slow_down" };
+  }
   if (code.status === "pending" || !code.account_id)
     return { ok: false, error: "authorization_pending" };
   if (!(await ctx.web.setDeviceStatus(deviceHash, "approved", "consumed", null))) {

@@ -72,39 +72,42 @@ export type RedeemResult =
   | { ok: true; account: Account }
   | { ok: false; code: "INVALID_CODE" | "NO_CODE" };
 
-/** Redeems the code typed in the browser that asked for it: at most 5 tries, single use. */
+/**
+ * Redeems the code typed in the browser that asked for it: at most 5 tries in all, single use.
+ * Each try is counted before it is judged, in one statement, so tries sent at once cannot share
+ * a count: brute force gets 5 guesses in a million, whatever the concurrency.
+ */
 export async function redeemSignInCode(
   ctx: IdentityContext,
   input: { browserNonce: string; code: string },
 ): Promise<RedeemResult> {
-  const pending = await ctx.web.findOpenSignInCode(sha256(input.browserNonce), ctx.clock());
-  if (!pending || pending.attempts >= MAX_CODE_ATTEMPTS) return { ok: false, code: "NO_CODE" };
-  if (!sameHash(pending.code_hash, sha256(input.code.trim()))) {
-    const attempts = await ctx.web.countSignInAttempt(pending.id);
-    // The fifth wrong try ends the code: brute force gets 5 guesses in a million.
-    if (attempts >= MAX_CODE_ATTEMPTS) await ctx.web.useSignInCode(pending.id, ctx.clock());
+  const now = ctx.clock();
+  const pending = await ctx.web.findOpenSignInCode(sha256(input.browserNonce), now);
+  const judged = pending && (await ctx.web.takeSignInAttempt(pending.id, now, MAX_CODE_ATTEMPTS));
+  if (!pending || !judged) return { ok: false, code: "NO_CODE" };
+  if (!sameHash(judged.code_hash, sha256(input.code.trim()))) {
+    // The last wrong try ends the code, so the browser's next try is told to ask for a new one.
+    if (judged.attempts >= MAX_CODE_ATTEMPTS) await ctx.web.useSignInCode(pending.id, now);
     return { ok: false, code: "INVALID_CODE" };
   }
-  return finish(ctx, pending.id, pending.email);
+  return finish(ctx, pending.id, judged.email);
 }
 
-/** Redeems the one-click link, in the browser that asked for it. */
+/**
+ * Redeems the one-click link, in the browser that asked for it. A link opened in another
+ * browser takes one of the code's tries, like a wrong code.
+ */
 export async function redeemSignInLink(
   ctx: IdentityContext,
   input: { browserNonce: string; link: string },
 ): Promise<RedeemResult> {
-  const pending = await ctx.web.findSignInCodeByLink(sha256(input.link));
   const now = ctx.clock();
-  if (
-    !pending ||
-    pending.used_at !== null ||
-    pending.expires_at <= now ||
-    pending.attempts >= MAX_CODE_ATTEMPTS ||
-    !sameHash(pending.browser_hash, sha256(input.browserNonce))
-  ) {
+  const pending = await ctx.web.findSignInCodeByLink(sha256(input.link));
+  const judged = pending && (await ctx.web.takeSignInAttempt(pending.id, now, MAX_CODE_ATTEMPTS));
+  if (!pending || !judged || !sameHash(judged.browser_hash, sha256(input.browserNonce))) {
     return { ok: false, code: "NO_CODE" };
   }
-  return finish(ctx, pending.id, pending.email);
+  return finish(ctx, pending.id, judged.email);
 }
 
 async function finish(ctx: IdentityContext, codeId: string, email: string): Promise<RedeemResult> {

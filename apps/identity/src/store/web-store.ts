@@ -31,15 +31,25 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
         .executeTakeFirst();
     },
 
-    /** Counts a wrong try; returns the tries so far. */
-    async countSignInAttempt(id: string): Promise<number> {
-      const row = await db
+    /**
+     * Takes one of a code's tries, in the statement that decides it may be taken: answers the
+     * code to judge, or undefined when it is spent, used or expired. However many tries arrive
+     * at once, at most `maxAttempts` are ever judged.
+     */
+    async takeSignInAttempt(
+      id: string,
+      now: number,
+      maxAttempts: number,
+    ): Promise<Pick<SignInCode, "email" | "code_hash" | "browser_hash" | "attempts"> | undefined> {
+      return db
         .updateTable("sign_in_codes")
         .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
         .where("id", "=", id)
-        .returning("attempts")
+        .where("attempts", "<", maxAttempts)
+        .where("used_at", "is", null)
+        .where("expires_at", ">", now)
+        .returning(["email", "code_hash", "browser_hash", "attempts"])
         .executeTakeFirst();
-      return row?.attempts ?? Number.POSITIVE_INFINITY;
     },
 
     /** Marks a code used; false when it already was (single use, even under a race). */
@@ -125,12 +135,27 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
       return result.numUpdatedRows > 0n;
     },
 
-    async markDevicePolled(deviceHash: string, now: number): Promise<void> {
+    /**
+     * Records a poll of a device code, in one statement: true when it came at least `intervalMs`
+     * after the previous one, so of polls arriving together only one is on time.
+     */
+    async takeDevicePoll(deviceHash: string, now: number, intervalMs: number): Promise<boolean> {
+      const onTime = await db
+        .updateTable("device_codes")
+        .set({ last_polled_at: now })
+        .where("device_hash", "=", deviceHash)
+        .where((eb) =>
+          eb.or([eb("last_polled_at", "is", null), eb("last_polled_at", "<=", now - intervalMs)]),
+        )
+        .executeTakeFirst();
+      if (onTime.numUpdatedRows > 0n) return true;
+      // Too soon: the interval starts again from this poll (RFC 8628 section 3.5, slow_down).
       await db
         .updateTable("device_codes")
         .set({ last_polled_at: now })
         .where("device_hash", "=", deviceHash)
         .execute();
+      return false;
     },
   };
 }
