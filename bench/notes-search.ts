@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { migrateToLatest, openDatabase } from "@agentpass/db";
+import { openDatabase } from "@agentpass/db";
 import { sql } from "kysely";
 import pg from "pg";
 import { NOTES_CACHE_MB } from "../apps/notes/src/service.ts";
@@ -80,7 +80,7 @@ const database = openDatabase<NotesDatabase>({
   cacheMb: NOTES_CACHE_MB,
 });
 try {
-  await migrateToLatest(database.db, "notes", notesMigrations(database.engine));
+  await database.migrate("notes", notesMigrations(database.engine));
   const store = createNotesStore(database);
   const users: string[] = [];
   for (let i = 0; i < Math.max(2, Math.ceil((TOTAL - USER_NOTES) / 10_000) + 1); i++) {

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { migrateToLatest, openDatabase } from "@agentpass/db";
+import { openDatabase } from "@agentpass/db";
 import { sql } from "kysely";
 import { noteListing } from "../apps/notes/src/store/listing.ts";
 import { notesMigrations } from "../apps/notes/src/store/migrations.ts";
@@ -21,9 +21,14 @@ export async function seedNotes(
   email: string,
   count: number,
 ): Promise<void> {
-  const database = openDatabase<NotesDatabase>({ ...location, fileName: "notes.sqlite" });
+  // Seeding writes large batches: no request deadline.
+  const database = openDatabase<NotesDatabase>({
+    ...location,
+    fileName: "notes.sqlite",
+    deadlineMs: 0,
+  });
   try {
-    await migrateToLatest(database.db, "notes", notesMigrations(database.engine));
+    await database.migrate("notes", notesMigrations(database.engine));
     const user = await createNotesStore(database).addUser(email, 0);
     if (!user) throw new Error(`${email} exists`);
     const userId = user.id;

@@ -1,4 +1,4 @@
-import { migrateToLatest, openDatabase } from "@agentpass/db";
+import { openDatabase } from "@agentpass/db";
 import type { FastPath } from "@agentpass/http";
 import type { Hono } from "hono";
 import type { Kysely } from "kysely";
@@ -47,7 +47,7 @@ export async function openIdentityService(
     fileName: "identity.sqlite",
   });
   try {
-    await migrateToLatest(database.db, "identity", identityMigrations(database.engine));
+    await database.migrate("identity", identityMigrations(database.engine));
     const store = createStore(database);
     const keyUsage = createKeyUsageRecorder(store, (error) =>
       logger.warn({ err: error }, "could not record key use"),

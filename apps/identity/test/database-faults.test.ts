@@ -105,5 +105,44 @@ if (testEngines().includes("postgres")) {
       assert.equal((await call("/readyz")).status, 200);
       assert.equal((await mint()).status, 201);
     });
+
+    it("answers 503 with Retry-After at its deadline while PostgreSQL hangs, never waiting on it", {
+      timeout: 30_000,
+    }, async () => {
+      const token = ((await (await mint()).json()) as { sessionToken: string }).sessionToken;
+      assert.equal((await verify(token)).status, 200);
+
+      // Connections stay open and nothing comes back, as from a server stopped with SIGSTOP.
+      proxy.stall();
+      try {
+        // Every request is answered while the stall lasts: none waits for the database.
+        const answers = await Promise.all([
+          ...Array.from({ length: 15 }, () =>
+            fetch(`${server.url}/api/verify`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${partnerKey}` },
+              body: JSON.stringify({ sessionToken: token }),
+            }),
+          ),
+          ...Array.from({ length: 15 }, () => mint()),
+        ]);
+        for (const answer of answers) {
+          assert.equal(answer.status, 503, "never a pass, never a 500, never a hang");
+          assert.equal(answer.headers.get("retry-after"), "5");
+          assert.deepEqual(await answer.json(), { error: "Service unavailable" });
+        }
+        assert.equal((await call("/readyz")).status, 503);
+      } finally {
+        proxy.resume();
+      }
+      const back = Date.now();
+      let answer = await verify(token);
+      while (answer.status !== 200 && Date.now() - back < 10_000) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        answer = await verify(token);
+      }
+      assert.deepEqual(answer, { status: 200, body: { email: "still.here@example.com" } });
+      assert.equal((await mint()).status, 201);
+    });
   });
 }

@@ -1,4 +1,4 @@
-import { migrateToLatest, openDatabase } from "@agentpass/db";
+import { openDatabase } from "@agentpass/db";
 import type { FastPath } from "@agentpass/http";
 import { createVerifier, type Verifier } from "@agentpass/verify";
 import type { Hono } from "hono";
@@ -42,7 +42,7 @@ export async function openNotesService(
     readerThreads: config.readerThreads,
   });
   try {
-    await migrateToLatest(database.db, "notes", notesMigrations(database.engine));
+    await database.migrate("notes", notesMigrations(database.engine));
     if (!config.partnerKey && !options.verifier) {
       logger.warn("AGENTPASS_PARTNER_KEY is not set: every authenticated call will answer 503");
     }

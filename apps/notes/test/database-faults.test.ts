@@ -108,5 +108,42 @@ if (testEngines().includes("postgres")) {
       );
       assert.equal((await call("POST", "/api/notes", { title: "after" })).status, 201);
     });
+
+    it("answers 503 with Retry-After at its deadline while PostgreSQL hangs, and keeps every acknowledged note", {
+      timeout: 30_000,
+    }, async () => {
+      const acknowledged = await call("POST", "/api/notes", { title: "before the stall" });
+      assert.equal(acknowledged.status, 201);
+
+      // Connections stay open and nothing comes back, as from a server stopped with SIGSTOP.
+      proxy.stall();
+      try {
+        // Every request is answered while the stall lasts: none waits for the database.
+        const answers = await Promise.all([
+          ...Array.from({ length: 10 }, () => call("GET", "/api/notes")),
+          ...Array.from({ length: 5 }, () => call("GET", "/api/notes?search=stall")),
+          ...Array.from({ length: 5 }, () => call("POST", "/api/notes", { title: "in the stall" })),
+        ]);
+        for (const answer of answers) {
+          assert.deepEqual(answer, {
+            status: 503,
+            retryAfter: "5",
+            body: { error: "Service unavailable" },
+          });
+        }
+        assert.equal((await call("GET", "/readyz")).status, 503);
+      } finally {
+        proxy.resume();
+      }
+      const back = Date.now();
+      let answer = await call("GET", "/api/notes");
+      while (answer.status !== 200 && Date.now() - back < 10_000) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        answer = await call("GET", "/api/notes");
+      }
+      assert.equal(answer.status, 200);
+      const titles = (answer.body.notes as { title: string }[]).map((note) => note.title);
+      assert.ok(titles.includes("before the stall"), "the acknowledged note is kept");
+    });
   });
 }

@@ -2,9 +2,16 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { Kysely, PostgresDialect } from "kysely";
+import {
+  Kysely,
+  type Migration,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+} from "kysely";
 import type pg from "pg";
 import { createSqliteChangeDetector, LocalWriteCounter } from "./change-detector.ts";
+import { migrateToLatest } from "./migrate.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
 
@@ -19,6 +26,11 @@ export interface OpenDatabaseOptions {
   fileName: string;
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /**
+   * PostgreSQL: how long a request may wait for a connection, and a statement may run, before it
+   * fails as unavailable (503), in ms. Default `DEFAULT_DEADLINE_MS`; 0 for none (migrations).
+   */
+  deadlineMs?: number;
   /** SQLite's page cache, in MiB; SQLite's default is 2. */
   cacheMb?: number;
   /**
@@ -42,8 +54,22 @@ export interface OpenedDatabase<T> {
    * another. Undefined on PostgreSQL, where other instances write without telling.
    */
   hasChanged?: () => boolean;
+  /**
+   * Applies `migrations` (see `migrateToLatest`). On PostgreSQL they run on a connection of
+   * their own, without the requests' deadline: rebuilding an index may take minutes.
+   */
+  migrate(service: string, migrations: Record<string, Migration>): Promise<void>;
   close(): Promise<void>;
 }
+
+/** How long a request may wait on PostgreSQL, for a connection or for one statement. */
+export const DEFAULT_DEADLINE_MS = 2000;
+/**
+ * The client-side backstop past the server's `statement_timeout`: a server that answers cancels
+ * the statement itself and keeps the connection; one that does not answer at all (stopped, or a
+ * network that drops packets) is given up on here, and its connection thrown away.
+ */
+const UNANSWERED_GRACE_MS = 500;
 
 /** How long a SQLite statement waits for a lock another connection holds. */
 const BUSY_TIMEOUT_MS = 5000;
@@ -76,7 +102,9 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
     await readers?.close();
     await db.destroy();
   }
-  return { db, engine: "sqlite", sqlite, readers, hasChanged, close };
+  const migrate = (service: string, migrations: Record<string, Migration>) =>
+    migrateToLatest(db, service, migrations);
+  return { db, engine: "sqlite", sqlite, readers, hasChanged, migrate, close };
 }
 
 // bigint columns hold epoch milliseconds, well inside Number's exact range.
@@ -98,12 +126,17 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
         ? Number
         : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
   };
+  const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     types,
-    // A database that hangs must not hang requests: fail the connection, answer 503.
-    connectionTimeoutMillis: 5000,
+    // Every request has a deadline: a database that hangs must not hang requests, it answers 503.
+    connectionTimeoutMillis: deadlineMs,
+    ...(deadlineMs > 0 && {
+      statement_timeout: deadlineMs,
+      query_timeout: deadlineMs + UNANSWERED_GRACE_MS,
+    }),
     keepAlive: true,
   });
   // A client losing its connection (server restart) must not crash the process: an idle one is
@@ -111,6 +144,44 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
   // query is failed all the same, so the request that ran it still learns.
   pool.on("error", () => {});
   pool.on("connect", (client) => client.on("error", () => {}));
-  const db = new Kysely<T>({ dialect: new PostgresDialect({ pool }) });
-  return { db, engine: "postgres", pool, close: () => db.destroy() };
+  const db = new Kysely<T>({ dialect: new PostgresDialect({ pool: discardUnanswered(pool) }) });
+  async function migrate(service: string, migrations: Record<string, Migration>) {
+    const unbounded = openPostgres<unknown>(url, { ...options, poolSize: 1, deadlineMs: 0 });
+    try {
+      await migrateToLatest(unbounded.db, service, migrations);
+    } finally {
+      await unbounded.close();
+    }
+  }
+  return { db, engine: "postgres", pool, migrate, close: () => db.destroy() };
+}
+
+/**
+ * The pool as Kysely sees it, except that a connection whose query went unanswered past its
+ * deadline is thrown away on release instead of going back to the pool, where the next request
+ * would queue behind the lost answer. (`pool.query`, used by prepared reads, does this itself.)
+ */
+function discardUnanswered(pool: pg.Pool): PostgresPool {
+  return {
+    async connect(): Promise<PostgresPoolClient> {
+      const client = await pool.connect();
+      let unanswered: Error | undefined;
+      return {
+        // Kysely's string form only: no query here streams through a cursor.
+        query: ((sql: string, parameters: ReadonlyArray<unknown>) => {
+          const result = client.query(sql, [...parameters]);
+          result.catch((error: Error) => {
+            if (isUnansweredQuery(error)) unanswered = error;
+          });
+          return result;
+        }) as unknown as PostgresPoolClient["query"],
+        release: () => client.release(unanswered),
+      };
+    },
+    end: () => pool.end(),
+  };
+}
+
+function isUnansweredQuery(error: unknown): boolean {
+  return error instanceof Error && error.message === "Query read timeout";
 }

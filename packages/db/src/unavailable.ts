@@ -1,10 +1,12 @@
 // Network failures on the way to the database, and PostgreSQL's "not now" answers: class 08
 // (connection exception), 57P01–57P03 (shutting down, cannot connect now), 53300 (too many
-// connections).
+// connections), 57014 (a statement cancelled at its deadline, `statement_timeout`).
 const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH"]);
-const SERVER_CODES = new Set(["57P01", "57P02", "57P03", "53300"]);
-// node-postgres reports a dropped or timed-out connection by message only.
-const PG_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect)/;
+const SERVER_CODES = new Set(["57P01", "57P02", "57P03", "53300", "57014"]);
+// node-postgres reports a dropped connection, a pool checkout past its deadline and a query
+// the server never answered by message only.
+const PG_MESSAGES =
+  /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout)/;
 
 /**
  * Whether `error` says the database cannot be reached right now (as opposed to a fault in the
