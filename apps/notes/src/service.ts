@@ -1,6 +1,6 @@
 import { openDatabase } from "@agentpass/db";
 import type { FastPath } from "@agentpass/http";
-import { createVerifier, type Verifier } from "@agentpass/verify";
+import { createVerifier, MAX_CACHE_TTL_MS, type Verifier } from "@agentpass/verify";
 import type { Hono } from "hono";
 import pino, { type Logger } from "pino";
 import { createNotesApp } from "./app.ts";
@@ -11,8 +11,11 @@ import { notesMigrations } from "./store/migrations.ts";
 import type { NotesDatabase } from "./store/schema.ts";
 import { createNotesStore } from "./store/store.ts";
 
-/** Successful verifications are reused this long at most (and never past the token's expiry). */
-export const VERIFY_CACHE_MS = 30_000;
+/**
+ * Successful verifications are reused this long at most (and never past the token's expiry):
+ * a revoked user key stops reaching the notes within this time, outage or not.
+ */
+export const VERIFY_CACHE_MS = MAX_CACHE_TTL_MS;
 /** The SQLite page cache of the notes database (ignored on PostgreSQL). */
 export const NOTES_CACHE_MB = 64;
 
@@ -46,9 +49,10 @@ export async function openNotesService(
     if (!config.partnerKey && !options.verifier) {
       logger.warn("AGENTPASS_PARTNER_KEY is not set: every authenticated call will answer 503");
     }
+    const clock = options.clock ?? Date.now;
     const ctx: NotesContext = {
       store: createNotesStore(database),
-      clock: options.clock ?? Date.now,
+      clock,
       verifier:
         options.verifier ??
         createVerifier({
@@ -56,6 +60,7 @@ export async function openNotesService(
           apiUrl: config.agentpassUrl,
           timeoutMs: config.agentpassTimeoutMs,
           cacheTtlMs: VERIFY_CACHE_MS,
+          now: clock,
         }),
     };
     const app = createNotesApp(ctx, { logger, publicUrl: config.publicUrl });

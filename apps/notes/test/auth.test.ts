@@ -3,6 +3,7 @@ import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { testEngines } from "@agentpass/db/testing";
+import { VERIFY_CACHE_MS } from "../src/service.ts";
 import { openTestNotes, type TestNotes } from "./support/harness.ts";
 
 const ENDPOINTS: [string, string][] = [
@@ -116,10 +117,24 @@ for (const engine of testEngines()) {
       assert.equal((await notes.call(token, "GET", "/api/notes")).status, 200);
     });
 
+    it("stops serving a revoked user key within 5 s of the revocation", async () => {
+      const person = await notes.person();
+      assert.equal((await person.call("GET", "/api/notes")).status, 200);
+      await notes.identity.revokeUserKey(person.keyId);
+      notes.advance(4_999);
+      assert.equal((await person.call("GET", "/api/notes")).status, 200, "cached for up to 5 s");
+      notes.advance(1);
+      await expectAnswer(
+        await person.call("DELETE", `/api/notes/${crypto.randomUUID()}`),
+        401,
+        "Invalid or expired session token",
+      );
+    });
+
     it("answers 503 with Retry-After, never 401, when AgentPass refuses the notes API's own key", async () => {
       const person = await notes.person();
       await notes.identity.revokePartnerKey(notes.partner.keyId);
-      notes.advance(30_000); // past the verification cache
+      notes.advance(VERIFY_CACHE_MS); // past the verification cache
       const response = await person.call("GET", "/api/notes");
       assert.equal(response.status, 503);
       assert.equal(response.headers.get("retry-after"), "5");
@@ -129,6 +144,23 @@ for (const engine of testEngines()) {
 }
 
 describe("notes API when AgentPass is down", () => {
+  it("serves a token verified just before the outage for 5 s at most", async () => {
+    const notes = await openTestNotes("sqlite");
+    const person = await notes.person();
+    assert.equal((await person.call("GET", "/api/notes")).status, 200);
+    await notes.identity.close();
+    try {
+      notes.advance(4_999);
+      assert.equal((await person.call("GET", "/api/notes")).status, 200, "from the cache");
+      notes.advance(1);
+      const response = await person.call("GET", "/api/notes");
+      assert.equal(response.status, 503);
+      assert.deepEqual(await response.json(), { error: "Identity service unavailable" });
+    } finally {
+      await notes.close().catch(() => {});
+    }
+  });
+
   it("answers 503 Identity service unavailable, never letting the request through", async () => {
     const notes = await openTestNotes("sqlite");
     const person = await notes.person();

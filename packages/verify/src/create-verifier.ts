@@ -10,8 +10,11 @@ export interface VerifierOptions {
   /** Per-call time limit; past it the result is the network error. Default 5000. */
   timeoutMs?: number;
   /**
-   * How long a successful verification may be reused, in ms. Default 0 (off). Never longer than
-   * the token's own remaining life; failures are never cached.
+   * How long a successful verification may be reused, in ms: the longest a revocation (of the
+   * person's key, or of yours) can take to reach you. Default 0 (off: every revocation holds on
+   * your next call); at most {@link MAX_CACHE_TTL_MS}. Never longer than the token's own
+   * remaining life; failures are never cached. During an AgentPass outage a cached success is
+   * served only until it lapses, never beyond.
    */
   cacheTtlMs?: number;
   /** Clock in epoch ms, for tests. */
@@ -28,18 +31,24 @@ export interface Verifier {
 const MAX_CACHED = 10_000;
 
 /**
+ * The longest a success may be cached, whatever `cacheTtlMs` asks: a revocation reaches every
+ * partner within 5 seconds.
+ */
+export const MAX_CACHE_TTL_MS = 5_000;
+
+/**
  * A verifier for a server: the partner key and URL given once, connections kept alive by the
  * runtime's fetch, and an optional short cache of successful results.
  *
  * @example
  * import { createVerifier } from "@agentpass/verify";
- * const agentpass = createVerifier({ partnerKey: process.env.AGENTPASS_PARTNER_KEY!, cacheTtlMs: 30_000 });
+ * const agentpass = createVerifier({ partnerKey: process.env.AGENTPASS_PARTNER_KEY!, cacheTtlMs: 5_000 });
  * const result = await agentpass.verify(request.headers.get("x-session-token"));
  */
 export function createVerifier(options: VerifierOptions): Verifier {
   const endpoint = verifyEndpoint(options.apiUrl);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const cacheTtlMs = Math.max(0, options.cacheTtlMs ?? 0);
+  const cacheTtlMs = Math.min(MAX_CACHE_TTL_MS, Math.max(0, options.cacheTtlMs ?? 0));
   const now = options.now ?? Date.now;
   const fetchImpl = options.fetch ?? globalThis.fetch;
   // Keyed by a digest of the token: the cache never holds a usable token.

@@ -1,5 +1,10 @@
 export { type AuthResult, authenticate, SESSION_TOKEN_HEADER } from "./authenticate.ts";
 export { type CanonicalEmailResult, canonicalizeEmail } from "./canonical-email.ts";
-export { createVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
+export {
+  createVerifier,
+  MAX_CACHE_TTL_MS,
+  type Verifier,
+  type VerifierOptions,
+} from "./create-verifier.ts";
 export { DEFAULT_API_URL, NETWORK_ERROR, type VerifyResult } from "./result.ts";
 export { verify } from "./verify.ts";

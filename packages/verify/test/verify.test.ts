@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startTestIdentityService, type TestIdentityService } from "@agentpass/identity/testing";
-import { createVerifier, NETWORK_ERROR, verify } from "../src/index.ts";
+import { createVerifier, MAX_CACHE_TTL_MS, NETWORK_ERROR, verify } from "../src/index.ts";
 
 /** A loopback server that answers every request with `handler`. */
 async function fakeService(
@@ -149,7 +149,7 @@ describe("verify() against the real identity service", () => {
       const verifier = createVerifier({
         partnerKey: key.key,
         apiUrl: identity.url,
-        cacheTtlMs: 30_000,
+        cacheTtlMs: 3_000,
         now: () => now,
         fetch: counting,
       });
@@ -159,7 +159,7 @@ describe("verify() against the real identity service", () => {
       assert.equal(calls, 1, "the second success came from the cache");
 
       await identity.revokePartnerKey(key.id);
-      now += 29_999;
+      now += 2_999;
       assert.equal((await verifier.verify(token)).ok, true, "still cached inside the TTL");
       now += 1;
       assert.deepEqual(await verifier.verify(token), {
@@ -169,6 +169,24 @@ describe("verify() against the real identity service", () => {
       });
       await verifier.verify(token);
       assert.equal(calls, 3, "failures are asked again every time");
+    });
+
+    it("lets a revocation reach the partner within 5 s, whatever cacheTtlMs asks", async () => {
+      const partner = await identity.createPartner({ name: "L", ownerEmail: "l@example.com" });
+      const key = await identity.createPartnerKey(partner.id);
+      const verifier = createVerifier({
+        partnerKey: key.key,
+        apiUrl: identity.url,
+        cacheTtlMs: 60_000,
+        now: () => now,
+      });
+      const token = await mint();
+      assert.equal((await verifier.verify(token)).ok, true);
+      await identity.revokePartnerKey(key.id);
+      now += MAX_CACHE_TTL_MS - 1;
+      assert.equal((await verifier.verify(token)).ok, true, "cached for up to 5 s");
+      now += 1;
+      assert.equal((await verifier.verify(token)).status, 403, "5 s after the revocation");
     });
 
     it("never keeps a success past the token's own expiry", async () => {

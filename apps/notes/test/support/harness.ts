@@ -1,9 +1,8 @@
 import { createTestDatabase, type Engine } from "@agentpass/db/testing";
 import { startTestIdentityService } from "@agentpass/identity/testing";
-import { createVerifier } from "@agentpass/verify";
 import pino from "pino";
 import { loadNotesConfig } from "../../src/config.ts";
-import { openNotesService, VERIFY_CACHE_MS } from "../../src/service.ts";
+import { openNotesService } from "../../src/service.ts";
 
 export const START = Date.UTC(2026, 10, 23, 12);
 
@@ -24,17 +23,13 @@ export async function openTestNotes(engine: Engine, identityEnv: Record<string, 
   const loaded = loadNotesConfig({
     DATA_DIR: database.dataDir,
     DATABASE_URL: database.databaseUrl,
+    AGENTPASS_URL: identity.url,
+    AGENTPASS_PARTNER_KEY: partnerKey.key,
   });
   if (!loaded.ok) throw new Error(loaded.error);
-  const verifier = createVerifier({
-    partnerKey: partnerKey.key,
-    apiUrl: identity.url,
-    cacheTtlMs: VERIFY_CACHE_MS,
-    now: clock,
-  });
+  // The service builds its own verifier from the configuration, on the test's clock.
   const service = await openNotesService(loaded.config, {
     clock,
-    verifier,
     logger: pino({ level: "silent" }),
   });
 
@@ -60,12 +55,13 @@ export async function openTestNotes(engine: Engine, identityEnv: Record<string, 
     },
     /** A person with an AgentPass key and (unless `local` is false) a notes account. */
     async person(email = `p-${crypto.randomUUID()}@example.com`, local = true) {
-      const { key } = await identity.createUserKey(email);
+      const { key, id: keyId } = await identity.createUserKey(email);
       if (local) await service.ctx.store.addUser(email.toLowerCase(), now);
       const token = await notes.mint(key);
       return {
         email,
         key,
+        keyId,
         token,
         call: (method: string, path: string, body?: unknown, raw?: string) =>
           notes.call(token, method, path, body, raw),
