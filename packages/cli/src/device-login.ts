@@ -33,9 +33,13 @@ export async function loginWithBrowser(options: DeviceLoginOptions): Promise<str
   if (started.status !== 200 || !code.device_code || !code.user_code) {
     throw new CliError(EXIT.ERROR, `AgentPass could not start a login (HTTP ${started.status})`);
   }
-  options.tell(`To log in, open ${code.verification_uri} and enter the code ${code.user_code}`);
-  options.tell(`(or open ${code.verification_uri_complete})`);
-  if (options.openBrowser) tryOpen(code.verification_uri_complete ?? "");
+  // The server's links reach the terminal and the browser only as URLs of the configured
+  // service itself; any other is replaced by the service's own login page.
+  const page = serviceUrl(options.url, code.verification_uri) ?? `${options.url}/device`;
+  const direct = serviceUrl(options.url, code.verification_uri_complete);
+  options.tell(`To log in, open ${page} and enter the code ${printable(code.user_code)}`);
+  if (direct) options.tell(`(or open ${direct})`);
+  if (options.openBrowser) tryOpen(direct ?? page);
   options.tell("Waiting for you to approve in the browser…");
 
   let interval = (code.interval ?? 5) * 1000;
@@ -79,22 +83,48 @@ async function post(url: string, path: string, body: unknown) {
   }
 }
 
+/**
+ * `candidate` as a normalized http(s) URL when it is on the same origin as the configured
+ * service, else null: a compromised or impostor server cannot send the person, or the command
+ * that opens the browser, anywhere else.
+ */
+export function serviceUrl(service: string, candidate: unknown): string | null {
+  if (typeof candidate !== "string" || !URL.canParse(candidate) || !URL.canParse(service)) {
+    return null;
+  }
+  const url = new URL(candidate);
+  if (url.protocol !== "https:" && url.protocol !== "http:") return null;
+  if (url.origin !== new URL(service).origin || url.username || url.password) return null;
+  return url.href;
+}
+
+/** The program that opens `url` in the default browser here, run without any shell; or none. */
+export function browserCommand(
+  url: string,
+  platform: NodeJS.Platform = process.platform,
+  env: NodeJS.ProcessEnv = process.env,
+): [command: string, args: string[]] | null {
+  if (platform === "darwin") return ["open", [url]];
+  // Not `cmd /c start`: cmd would parse the URL as a command line (`&`, `|`, `^`).
+  if (platform === "win32") return ["rundll32.exe", ["url.dll,FileProtocolHandler", url]];
+  if (env.DISPLAY || env.WAYLAND_DISPLAY) return ["xdg-open", [url]];
+  return null;
+}
+
 /** Opens `url` in the default browser when there is one to open; never fails the login. */
 function tryOpen(url: string): void {
-  const [command, args] =
-    process.platform === "darwin"
-      ? ["open", [url]]
-      : process.platform === "win32"
-        ? ["cmd", ["/c", "start", '""', url]]
-        : process.env.DISPLAY || process.env.WAYLAND_DISPLAY
-          ? ["xdg-open", [url]]
-          : [undefined, []];
+  const command = browserCommand(url);
   if (!command) return;
   try {
-    const child = spawn(command, args as string[], { stdio: "ignore", detached: true });
+    const child = spawn(command[0], command[1], { stdio: "ignore", detached: true, shell: false });
     child.on("error", () => {});
     child.unref();
   } catch {
     // No browser: the URL is on the screen.
   }
+}
+
+/** A server's short string as it may reach a terminal: no control or bidi characters. */
+function printable(text: string): string {
+  return text.replace(/[\p{Cc}\p{Cf}]/gu, "").slice(0, 20);
 }

@@ -214,7 +214,12 @@ describe("agentpass CLI against a real identity service", () => {
       const exit = new Promise<Run>((resolve) =>
         child.on("exit", (status) => resolve({ code: status ?? 1, stdout, stderr })),
       );
-      return { code, exit };
+      // A CLI that ends before showing a code fails the test instead of leaving it waiting.
+      const shownOrEnded = Promise.race([
+        code,
+        exit.then((run) => Promise.reject(new Error(`login ended first: ${run.stderr}`))),
+      ]);
+      return { code: shownOrEnded, exit };
     }
 
     it("saves a new key named after the machine once the person approves", async () => {
