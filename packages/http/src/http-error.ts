@@ -27,6 +27,13 @@ export class HttpError extends Error {
   }
 }
 
+const ABORTED = "Request body incomplete";
+
+/** The client closed its request before sending the whole body. */
+export function requestAborted(): HttpError {
+  return new HttpError(400, ABORTED);
+}
+
 /** 401 answers name the scheme the caller must use. */
 export function unauthorized(message: string): HttpError {
   return new HttpError(401, message, { "WWW-Authenticate": "Bearer" });
@@ -52,6 +59,7 @@ export function answerError(
   isUnavailable: (error: unknown) => boolean = () => false,
 ): PlainAnswer {
   if (error instanceof HttpError) {
+    if (error.message === ABORTED) logger.info(request, "client closed the request mid-body");
     const body = error.extra ? { error: error.message, ...error.extra } : { error: error.message };
     return { status: error.status, body, headers: error.headers ?? {} };
   }
@@ -75,7 +83,7 @@ export function createErrorHandler(
   isUnavailable: (error: unknown) => boolean = () => false,
 ) {
   return (error: Error, c: Context) => {
-    if (error instanceof HttpError) return renderError(c, error);
+    if (error instanceof HttpError && error.message !== ABORTED) return renderError(c, error);
     const answer = answerError(
       error,
       logger,

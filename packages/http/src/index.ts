@@ -18,4 +18,10 @@ export {
   readJsonBody,
   readTextBody,
 } from "./read-body.ts";
-export { type RunningServer, type ServableService, startServer } from "./server.ts";
+export {
+  type RunningServer,
+  type ServableService,
+  type ServerOptions,
+  SOCKET_LIMITS,
+  startServer,
+} from "./server.ts";

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
-import { HttpError } from "./http-error.ts";
+import { HttpError, requestAborted } from "./http-error.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const NO_BYTES = new Uint8Array(0);
@@ -83,7 +83,12 @@ function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Uint
     incoming.once("end", () =>
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)),
     );
-    incoming.once("error", reject);
+    // A client that goes away mid-body is the client's doing, not a fault of ours or of the
+    // database: it is answered (to nobody) and logged as what it is.
+    incoming.once("error", () => reject(requestAborted()));
+    incoming.once("close", () => {
+      if (!incoming.readableEnded) reject(requestAborted());
+    });
   });
 }
 

@@ -19,11 +19,34 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * How long a client may take, so slow or idle sockets cannot pile up: to send its headers, to
+ * send its whole request, and to keep an idle connection open between requests. Node checks
+ * them every `connectionsCheckingIntervalMs` (its own default, 30 s, let a slow-drip socket live
+ * 35 s).
+ */
+export const SOCKET_LIMITS = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  connectionsCheckingIntervalMs: 1_000,
+};
+
+export interface ServerOptions {
+  port: number;
+  host?: string | undefined;
+  /** Open connections past which new ones are dropped at once; unset: no cap. */
+  maxConnections?: number | undefined;
+  /** Overrides of `SOCKET_LIMITS` (tests use short ones). */
+  limits?: Partial<typeof SOCKET_LIMITS>;
+}
+
 /** Serves a service over HTTP on `port` (0 picks a free one). */
 export function startServer(
   service: ServableService,
-  options: { port: number; host?: string | undefined },
+  options: ServerOptions,
 ): Promise<RunningServer> {
+  const limits = { ...SOCKET_LIMITS, ...options.limits };
   return new Promise((resolve, reject) => {
     const { fastPath } = service;
     const server = serve(
@@ -35,9 +58,19 @@ export function startServer(
         // emitting 'end' on a later tick: measured ~11 % less CPU per mint, a bodyless POST.
         // Body readers check `readableEnded` first (`readIncoming`; Hono's adapter does).
         createServer: ((serverOptions: object, listener: RequestListener) =>
-          createServer({ ...serverOptions, optimizeEmptyRequests: true }, (request, response) => {
-            if (!fastPath?.(request, response)) listener(request, response);
-          })) as typeof createServer,
+          createServer(
+            {
+              ...serverOptions,
+              optimizeEmptyRequests: true,
+              headersTimeout: limits.headersTimeoutMs,
+              requestTimeout: limits.requestTimeoutMs,
+              keepAliveTimeout: limits.keepAliveTimeoutMs,
+              connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
+            },
+            (request, response) => {
+              if (!fastPath?.(request, response)) listener(request, response);
+            },
+          )) as typeof createServer,
       },
       (info: AddressInfo) => {
         const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
@@ -52,6 +85,7 @@ export function startServer(
         });
       },
     );
+    if (options.maxConnections) server.maxConnections = options.maxConnections;
     server.once("error", reject);
   });
 }

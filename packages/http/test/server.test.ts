@@ -1,0 +1,127 @@
+import assert from "node:assert/strict";
+import { connect, type Socket } from "node:net";
+import { Writable } from "node:stream";
+import { after, before, describe, it } from "node:test";
+import { Hono } from "hono";
+import pino from "pino";
+import {
+  createErrorHandler,
+  type RunningServer,
+  readJsonBody,
+  SOCKET_LIMITS,
+  startServer,
+} from "../src/index.ts";
+
+/** A service that echoes a JSON body, its log lines kept for the test to read. */
+function echoService() {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level: "info" },
+    new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    }),
+  );
+  const app = new Hono();
+  app.onError(createErrorHandler(logger, () => true));
+  app.post("/echo", async (c) => c.json(await readJsonBody(c, 1 << 20)));
+  return { lines, service: { app, close: async () => {} } };
+}
+
+/** A raw connection; resolves with it once connected. */
+function open(server: RunningServer): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(server.port, "127.0.0.1", () => resolve(socket));
+    socket.on("error", reject);
+  });
+}
+
+/** Resolves with whether `socket` was closed by the server within `ms`. */
+function closedWithin(socket: Socket, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (socket.destroyed || socket.readableEnded) return resolve(true);
+    const timer = setTimeout(() => resolve(false), ms);
+    socket.once("close", () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+describe("the HTTP server defends its sockets", () => {
+  it("has limits on headers, whole requests and idle keep-alive, checked every second", () => {
+    assert.deepEqual(SOCKET_LIMITS, {
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 5_000,
+      connectionsCheckingIntervalMs: 1_000,
+    });
+  });
+
+  describe("with short limits", () => {
+    let server: RunningServer;
+    let echo: ReturnType<typeof echoService>;
+
+    before(async () => {
+      echo = echoService();
+      server = await startServer(echo.service, {
+        port: 0,
+        host: "127.0.0.1",
+        maxConnections: 20,
+        limits: { headersTimeoutMs: 300, requestTimeoutMs: 600, connectionsCheckingIntervalMs: 50 },
+      });
+    });
+    after(() => server.close());
+
+    it("closes sockets that drip their headers, 20 at once", async () => {
+      const sockets = await Promise.all(Array.from({ length: 20 }, () => open(server)));
+      const drip = setInterval(() => {
+        for (const socket of sockets) if (!socket.destroyed) socket.write("X");
+      }, 50);
+      for (const socket of sockets) socket.write("POST /echo HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+      try {
+        const closed = await Promise.all(sockets.map((socket) => closedWithin(socket, 5_000)));
+        assert.deepEqual(closed, Array(20).fill(true));
+      } finally {
+        clearInterval(drip);
+      }
+    });
+
+    it("closes a socket that drips its body past the request limit", async () => {
+      const socket = await open(server);
+      socket.write("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{");
+      const drip = setInterval(() => socket.destroyed || socket.write(" "), 50);
+      try {
+        assert.equal(await closedWithin(socket, 5_000), true);
+      } finally {
+        clearInterval(drip);
+      }
+    });
+
+    it("drops connections past maxConnections at once, and serves again below it", async () => {
+      const sockets = await Promise.all(Array.from({ length: 30 }, () => open(server)));
+      const closed = await Promise.all(sockets.map((socket) => closedWithin(socket, 200)));
+      assert.equal(closed.filter(Boolean).length, 10, "the 10 past the cap of 20");
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const answer = await fetch(`${server.url}/echo`, { method: "POST", body: "{}" });
+      assert.equal(answer.status, 200);
+    });
+
+    it("logs a client that goes away mid-body as such, not as an outage or a failure", async () => {
+      const socket = await open(server);
+      socket.write('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"a":');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      socket.destroy();
+      for (let i = 0; i < 40 && echo.lines.length === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      assert.deepEqual(
+        echo.lines.map((line) => line.msg),
+        ["client closed the request mid-body"],
+      );
+    });
+  });
+});
