@@ -1,3 +1,4 @@
+export { clientAddress, parseTrustProxy, type TrustProxy } from "./client-address.ts";
 export { type OpenApiDocument, renderDocsPage } from "./docs-page.ts";
 export { type FastPath, incomingHeader, writeJson, writeJsonText } from "./fast-path.ts";
 export {

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { clientAddress, parseTrustProxy, type TrustProxy } from "../src/client-address.ts";
+
+function trust(value: string): TrustProxy {
+  const parsed = parseTrustProxy(value);
+  if (typeof parsed === "object" && "error" in parsed) throw new Error(parsed.error);
+  return parsed;
+}
+
+describe("client addresses behind proxies", () => {
+  it("ignores forwarding headers unless a proxy is trusted: a client cannot pick its own key", () => {
+    for (const value of ["", "false", "0"]) {
+      assert.equal(
+        clientAddress(trust(value), "203.0.113.7", { xForwardedFor: "198.51.100.1" }),
+        "203.0.113.7",
+      );
+    }
+  });
+
+  it("takes the address a trusted hop forwarded, and no further than the trusted hops", () => {
+    const twoHops = trust("2");
+    // client (spoofed entry first) -> proxy A -> proxy B -> service
+    const headers = { xForwardedFor: "6.6.6.6, 198.51.100.9, 10.0.0.5" };
+    assert.equal(clientAddress(twoHops, "10.0.0.6", headers), "198.51.100.9");
+    assert.equal(clientAddress(trust("1"), "10.0.0.6", headers), "10.0.0.5");
+  });
+
+  it("trusts proxies by address range, stopping at the first hop outside it", () => {
+    const ranges = trust("10.0.0.0/8, fd00::/8");
+    const headers = { xForwardedFor: "6.6.6.6, 198.51.100.9, 10.0.0.5" };
+    assert.equal(clientAddress(ranges, "10.0.0.6", headers), "198.51.100.9");
+    assert.equal(
+      clientAddress(ranges, "203.0.113.1", headers),
+      "203.0.113.1",
+      "a peer outside the ranges is the client, whatever it forwards",
+    );
+    assert.equal(clientAddress(ranges, "::ffff:10.0.0.6", headers), "198.51.100.9");
+  });
+
+  it("reads RFC 7239 Forwarded when there is no X-Forwarded-For", () => {
+    const forwarded = 'for=6.6.6.6, for="[2001:db8:cafe:1:2::3]:4711";proto=https';
+    assert.equal(clientAddress(trust("1"), "127.0.0.1", { forwarded }), "2001:db8:cafe:1::/64");
+  });
+
+  it("keys IPv6 clients by their /64, IPv4 by their address", () => {
+    const none = trust("");
+    assert.equal(clientAddress(none, "2001:db8:cafe:1:aaaa::1", {}), "2001:db8:cafe:1::/64");
+    assert.equal(clientAddress(none, "2001:DB8:CAFE:1::ffff", {}), "2001:db8:cafe:1::/64");
+    assert.equal(clientAddress(none, "2001:db8::1", {}), "2001:db8:0:0::/64");
+    assert.equal(clientAddress(none, "::ffff:192.0.2.1", {}), "192.0.2.1");
+    assert.equal(clientAddress(none, undefined, {}), "unknown");
+  });
+
+  it("never lets garbage in a header become the key", () => {
+    const headers = { xForwardedFor: "198.51.100.9, not-an-address" };
+    assert.equal(clientAddress(trust("1"), "10.0.0.6", headers), "10.0.0.6");
+  });
+
+  it("refuses a TRUST_PROXY it cannot read", () => {
+    for (const value of ["10.0.0.0/33", "proxy.example", "1.2.3.4/x", "::1/129"]) {
+      assert.ok("error" in (parseTrustProxy(value) as object), value);
+    }
+  });
+});
