@@ -19,19 +19,27 @@ export interface RateLimiter {
   take(key: string): Promise<RateLimitResult>;
 }
 
+/** One counted hit: the count so far in the current window, and the milliseconds left in it. */
+export interface RateLimitHit {
+  count: number;
+  resetMs: number;
+}
+
 /**
- * Where the counters live. `hit` adds one to `bucket` for the window that starts at
- * `windowStart` and answers the count so far, atomically for every process sharing the store.
+ * Where the counters live. `hit` adds one to `bucket` in the current window of `windowMs` and
+ * answers the count so far, atomically for every process sharing the store. The store's own
+ * clock decides the window: instances whose clocks disagree still count in one window.
  */
 export interface RateLimitStore {
-  hit(bucket: string, windowStart: number, windowMs: number): Promise<number>;
+  hit(bucket: string, windowMs: number): Promise<RateLimitHit>;
   close(): Promise<void>;
 }
 
 /**
  * Fixed-window limiter: at most `limit` takes per `windowMs` for each key. Once a key is refused,
  * this process refuses it without touching the store until its window ends, so a flood past the
- * limit costs no writes.
+ * limit costs no writes. The window's end is kept as a duration from the store's answer, so a
+ * local clock that is off by any amount neither shortens nor stretches a refusal.
  */
 export function createRateLimiter(
   store: RateLimitStore,
@@ -42,18 +50,27 @@ export function createRateLimiter(
   return {
     async take(key) {
       const now = clock();
-      const windowStart = now - (now % windowMs);
-      const windowEnd = windowStart + windowMs;
-      const resetSeconds = Math.max(1, Math.ceil((windowEnd - now) / 1000));
-      if ((refusedUntil.get(key) ?? 0) > now)
-        return { ok: false, limit, remaining: 0, resetSeconds };
-      const count = await store.hit(`${name}:${key}`, windowStart, windowMs);
-      if (count <= limit) return { ok: true, limit, remaining: limit - count, resetSeconds };
-      if (refusedUntil.size >= 10_000) sweep(refusedUntil, now);
-      refusedUntil.set(key, windowEnd);
-      return { ok: false, limit, remaining: 0, resetSeconds };
+      const until = refusedUntil.get(key) ?? 0;
+      if (until > now) return refusal(limit, until - now);
+      const { count, resetMs } = await store.hit(`${name}:${key}`, windowMs);
+      if (count <= limit) {
+        return { ok: true, limit, remaining: limit - count, resetSeconds: toSeconds(resetMs) };
+      }
+      const answeredAt = clock();
+      if (refusedUntil.size >= 10_000) sweep(refusedUntil, answeredAt);
+      refusedUntil.set(key, answeredAt + resetMs);
+      return refusal(limit, resetMs);
     },
   };
+}
+
+function refusal(limit: number, resetMs: number): RateLimitResult {
+  return { ok: false, limit, remaining: 0, resetSeconds: toSeconds(resetMs) };
+}
+
+/** Whole seconds until the window ends, at least 1: a Retry-After of 0 would invite a retry now. */
+function toSeconds(resetMs: number): number {
+  return Math.max(1, Math.ceil(resetMs / 1000));
 }
 
 /**
@@ -75,19 +92,23 @@ export function tooManyRequests(result: RateLimitResult): HttpError {
   return new HttpError(429, "Too many requests", rateLimitHeaders(result));
 }
 
-/** Counters of this process only: for SQLite, whose one file serves one service process. */
-export function createMemoryRateLimitStore(): RateLimitStore {
+/**
+ * Counters of this process only, by its clock: for SQLite, whose one file serves one service
+ * process, and for the Redis store while Redis cannot answer.
+ */
+export function createMemoryRateLimitStore(clock: Clock): RateLimitStore {
   const windows = new Map<string, { end: number; count: number }>();
   return {
-    async hit(bucket, windowStart, windowMs) {
-      const end = windowStart + windowMs;
+    async hit(bucket, windowMs) {
+      const now = clock();
+      const end = now - (now % windowMs) + windowMs;
       let window = windows.get(bucket);
       if (!window || window.end !== end) {
-        if (windows.size >= 100_000) sweepWindows(windows, windowStart);
+        if (windows.size >= 100_000) sweepWindows(windows, now);
         window = { end, count: 0 };
         windows.set(bucket, window);
       }
-      return ++window.count;
+      return { count: ++window.count, resetMs: end - now };
     },
     async close() {
       windows.clear();
@@ -95,8 +116,12 @@ export function createMemoryRateLimitStore(): RateLimitStore {
   };
 }
 
+/** Milliseconds since the epoch by the PostgreSQL server's clock, read when evaluated. */
+const databaseNowMs = sql<number>`floor(extract(epoch FROM clock_timestamp()) * 1000)`;
+
 /**
- * Counters in the `rate_limits` table: every instance on one PostgreSQL shares them.
+ * Counters in the `rate_limits` table: every instance on one PostgreSQL shares them, and the
+ * server's clock decides each window, so an instance whose clock is off cannot start a new one.
  *
  * Hits on one counter are batched: while its upsert is in flight, further hits wait, and the
  * next upsert adds them all at once (`count + n`) and hands each its own count in arrival order
@@ -107,58 +132,68 @@ export function createMemoryRateLimitStore(): RateLimitStore {
  */
 export function createDatabaseRateLimitStore(db: Kysely<IdentityDatabase>): RateLimitStore {
   let hits = 0;
-  /** Hits waiting for their counter's next upsert, by window and counter. */
-  const waiting = new Map<string, PromiseWithResolvers<number>[]>();
+  /** Hits waiting for their counter's next upsert, by counter. */
+  const waiting = new Map<string, PromiseWithResolvers<RateLimitHit>[]>();
   const inFlight = new Set<string>();
 
-  async function add(bucket: string, windowStart: number, n: number): Promise<number> {
+  async function add(bucket: string, windowMs: number, n: number): Promise<RateLimitHit> {
+    // The window never moves back: an upsert that read the clock before the window turned but
+    // took the row's lock after one that read it later counts into the newer window.
     const row = await db
       .insertInto("rate_limits")
-      .values({ key: bucket, window_start: windowStart, count: n })
+      .values({
+        key: bucket,
+        window_start: sql<number>`(floor(${databaseNowMs} / ${windowMs}) * ${windowMs})::bigint`,
+        count: n,
+      })
       .onConflict((oc) =>
         oc.column("key").doUpdateSet({
-          count: sql`CASE WHEN rate_limits.window_start = excluded.window_start THEN rate_limits.count + excluded.count ELSE excluded.count END`,
-          window_start: sql`excluded.window_start`,
+          count: sql`CASE WHEN rate_limits.window_start >= excluded.window_start THEN rate_limits.count + excluded.count ELSE excluded.count END`,
+          window_start: sql`greatest(rate_limits.window_start, excluded.window_start)`,
         }),
       )
-      .returning("count")
+      .returning([
+        "count",
+        sql<string>`window_start + ${windowMs} - ${databaseNowMs}`.as("reset_ms"),
+      ])
       .executeTakeFirstOrThrow();
     hits += n;
     if (hits >= 1000) {
       hits = 0;
       await db
         .deleteFrom("rate_limits")
-        .where("window_start", "<", windowStart - 86_400_000)
+        .where("window_start", "<", sql<number>`${databaseNowMs} - 86400000`)
         .execute();
     }
-    return Number(row.count);
+    return { count: Number(row.count), resetMs: Number(row.reset_ms) };
   }
 
-  async function flush(id: string, bucket: string, windowStart: number): Promise<void> {
-    const batch = waiting.get(id) ?? [];
-    waiting.delete(id);
-    inFlight.add(id);
+  async function flush(bucket: string, windowMs: number): Promise<void> {
+    const batch = waiting.get(bucket) ?? [];
+    waiting.delete(bucket);
+    inFlight.add(bucket);
     try {
-      const total = await add(bucket, windowStart, batch.length);
-      for (const [index, hit] of batch.entries()) hit.resolve(total - batch.length + 1 + index);
+      const { count: total, resetMs } = await add(bucket, windowMs, batch.length);
+      for (const [index, hit] of batch.entries()) {
+        hit.resolve({ count: total - batch.length + 1 + index, resetMs });
+      }
     } catch (error) {
       for (const hit of batch) hit.reject(error);
     } finally {
-      inFlight.delete(id);
-      if (waiting.has(id)) void flush(id, bucket, windowStart);
+      inFlight.delete(bucket);
+      if (waiting.has(bucket)) void flush(bucket, windowMs);
     }
   }
 
   return {
-    hit(bucket, windowStart) {
-      const id = `${windowStart}:${bucket}`;
-      const hit = Promise.withResolvers<number>();
-      const batch = waiting.get(id);
+    hit(bucket, windowMs) {
+      const hit = Promise.withResolvers<RateLimitHit>();
+      const batch = waiting.get(bucket);
       if (batch) {
         batch.push(hit);
       } else {
-        waiting.set(id, [hit]);
-        if (!inFlight.has(id)) void flush(id, bucket, windowStart);
+        waiting.set(bucket, [hit]);
+        if (!inFlight.has(bucket)) void flush(bucket, windowMs);
       }
       return hit.promise;
     },
@@ -166,49 +201,84 @@ export function createDatabaseRateLimitStore(db: Kysely<IdentityDatabase>): Rate
   };
 }
 
-// One round trip: count, and give a new window its expiry.
-const HIT_SCRIPT = `local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return n`;
+// One round trip: count in the window that Redis's own clock (TIME) is in. A counter is one hash
+// (its window's start, its count), started afresh with its expiry once the window has turned.
+// Scripts replicate their effects, so TIME is allowed.
+const HIT_SCRIPT = `local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local windowMs = tonumber(ARGV[1])
+local windowStart = now - now % windowMs
+local count = 1
+if tonumber(redis.call('HGET', KEYS[1], 'start')) == windowStart then
+  count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+else
+  redis.call('HSET', KEYS[1], 'start', windowStart, 'count', 1)
+  redis.call('PEXPIREAT', KEYS[1], windowStart + windowMs)
+end
+return {count, windowStart + windowMs - now}`;
+
+/** How long a Redis command may take before its hit is counted in memory instead. */
+const REDIS_COMMAND_TIMEOUT_MS = 1000;
+/** After a failed command, hits are counted in memory this long before Redis is tried again. */
+const REDIS_RETRY_AFTER_MS = 3000;
 
 /**
- * Counters in Redis (`REDIS_URL`): shared by every instance, whatever the database. While Redis
- * cannot be reached, each instance counts in its own memory rather than failing every request
- * or dropping its limits; `onError` hears of it once per outage.
+ * Counters in Redis (`REDIS_URL`): shared by every instance, whatever the database, windowed by
+ * Redis's clock. While Redis cannot be reached or does not answer in time, each instance counts
+ * in its own memory rather than failing every request, making it wait, or dropping its limits;
+ * `onError` hears of it once per outage. A command that failed sends the hits of the next few
+ * seconds to memory at once, so a hung Redis delays one request per retry, not every request.
  */
 export function createRedisRateLimitStore(
   url: string,
-  onError: (error: Error) => void,
+  options: { clock: Clock; onError: (error: Error) => void },
 ): RateLimitStore {
   // Loaded only when REDIS_URL is set: its code is ~20 MB of a process's memory.
   const { Redis: RedisClient } = createRequire(import.meta.url)("ioredis") as {
     Redis: typeof Redis;
   };
-  const redis = new RedisClient(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
-  const fallback = createMemoryRateLimitStore();
+  const redis = new RedisClient(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    connectTimeout: REDIS_COMMAND_TIMEOUT_MS,
+  });
+  const fallback = createMemoryRateLimitStore(options.clock);
   let reported = false;
-  // Requests that come before the first connection settles wait for it rather than count apart.
+  /** Until then (`performance.now()`), hits go to memory without asking Redis. */
+  let inMemoryUntil = 0;
+  function fail(error: Error) {
+    if (!reported) options.onError(error);
+    reported = true;
+  }
+  // Requests that come before the first connection settles wait for it rather than count apart,
+  // but never longer than a command may take.
   const settled = new Promise((resolve) => {
     redis.once("ready", resolve);
     redis.once("error", resolve);
+    setTimeout(resolve, REDIS_COMMAND_TIMEOUT_MS).unref();
   });
-  redis.on("error", (error: Error) => {
-    if (!reported) onError(error);
-    reported = true;
-  });
+  redis.on("error", fail);
   redis.on("ready", () => {
-    reported = false;
+    inMemoryUntil = 0;
   });
   return {
-    async hit(bucket, windowStart, windowMs) {
-      const key = `agentpass:rate:${bucket}:${windowStart}`;
+    async hit(bucket, windowMs) {
       await settled;
+      if (performance.now() < inMemoryUntil) return fallback.hit(bucket, windowMs);
       try {
-        return Number(await redis.eval(HIT_SCRIPT, 1, key, windowMs));
+        const [count, resetMs] = (await redis.eval(
+          HIT_SCRIPT,
+          1,
+          `agentpass:ratelimit:${bucket}`,
+          windowMs,
+        )) as [number, number];
+        reported = false;
+        return { count, resetMs };
       } catch (error) {
-        if (!reported) onError(error as Error);
-        reported = true;
-        return fallback.hit(bucket, windowStart, windowMs);
+        fail(error as Error);
+        inMemoryUntil = performance.now() + REDIS_RETRY_AFTER_MS;
+        return fallback.hit(bucket, windowMs);
       }
     },
     async close() {

@@ -67,7 +67,7 @@ export async function openIdentityService(
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
     };
     const mailer = createMailer(config.smtpUrl, config.mailFrom, logger);
-    const rateLimitStore = openRateLimitStore(config, database, (error) =>
+    const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
       logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
     );
     const { app, fastPath } = createApp({
@@ -98,14 +98,16 @@ export async function openIdentityService(
 
 /**
  * Rate-limit counters shared by every instance: in Redis when REDIS_URL is set, else in
- * PostgreSQL. An SQLite file serves one process, whose memory is then enough.
+ * PostgreSQL, each windowed by its own server's clock. An SQLite file serves one process, whose
+ * memory and clock are then enough.
  */
 function openRateLimitStore(
   config: Config,
   database: { db: Kysely<IdentityDatabase>; engine: string },
+  clock: Clock,
   onError: (error: Error) => void,
 ): RateLimitStore {
-  if (config.redisUrl) return createRedisRateLimitStore(config.redisUrl, onError);
+  if (config.redisUrl) return createRedisRateLimitStore(config.redisUrl, { clock, onError });
   if (database.engine === "postgres") return createDatabaseRateLimitStore(database.db);
-  return createMemoryRateLimitStore();
+  return createMemoryRateLimitStore(clock);
 }

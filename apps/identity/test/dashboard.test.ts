@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, beforeEach, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 import { type Mailbox, signInSecrets, startMailbox } from "./support/mailbox.ts";
@@ -19,6 +19,11 @@ for (const engine of testEngines()) {
     after(async () => {
       await identity.close();
       await mailbox.close();
+    });
+    // On PostgreSQL the rate-limit windows follow the database's clock, which `advance` does not
+    // move: every test starts with no counts, as the memory store (SQLite) does after `advance`.
+    beforeEach(async () => {
+      if (engine === "postgres") await identity.ctx.store.db.deleteFrom("rate_limits").execute();
     });
 
     const browser = () => webClient(identity.app);
