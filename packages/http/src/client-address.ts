@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import { BlockList, isIP } from "node:net";
 
 /**
@@ -49,6 +50,16 @@ export function clientAddress(
     }
   }
   return rateLimitKey(address);
+}
+
+/** `clientAddress` of a Node request; "unknown" without one (a request made in process). */
+export function clientAddressOf(trust: TrustProxy, incoming: IncomingMessage | undefined): string {
+  if (!incoming) return "unknown";
+  const { headers } = incoming;
+  return clientAddress(trust, incoming.socket.remoteAddress, {
+    xForwardedFor: String(headers["x-forwarded-for"] ?? "") || undefined,
+    forwarded: String(headers.forwarded ?? "") || undefined,
+  });
 }
 
 function isTrusted(trust: Exclude<TrustProxy, "none">, address: string, hop: number): boolean {

@@ -1,4 +1,9 @@
-export { clientAddress, parseTrustProxy, type TrustProxy } from "./client-address.ts";
+export {
+  clientAddress,
+  clientAddressOf,
+  parseTrustProxy,
+  type TrustProxy,
+} from "./client-address.ts";
 export { type OpenApiDocument, renderDocsPage } from "./docs-page.ts";
 export { type FastPath, incomingHeader, writeJson, writeJsonText } from "./fast-path.ts";
 export {
