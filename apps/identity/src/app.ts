@@ -1,6 +1,11 @@
 import type { IncomingMessage } from "node:http";
 import { isDatabaseUnavailable } from "@agentpass/db";
-import { createErrorHandler, type FastPath } from "@agentpass/http";
+import {
+  clientAddressOf,
+  createErrorHandler,
+  type FastPath,
+  type TrustProxy,
+} from "@agentpass/http";
 import { type Context, Hono } from "hono";
 import type { Logger } from "pino";
 import type { RateLimitSettings } from "./config.ts";
@@ -28,12 +33,8 @@ export interface AppOptions {
   mailer: Mailer;
   rateLimitStore: RateLimitStore;
   rateLimitSettings: RateLimitSettings;
-}
-
-/** The peer's address, from the socket: a proxy in front must be trusted explicitly (it is not). */
-function clientIp(c: Context): string {
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  return incoming?.socket.remoteAddress ?? "unknown";
+  /** Proxies trusted to name the client (TRUST_PROXY); per-address limits key on the client. */
+  trustProxy: TrustProxy;
 }
 
 /**
@@ -43,6 +44,11 @@ function clientIp(c: Context): string {
  */
 export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath } {
   const { ctx, logger, publicUrl, mailer } = options;
+  const clientIp = (c: Context) =>
+    clientAddressOf(
+      options.trustProxy,
+      (c.env as { incoming?: IncomingMessage } | undefined)?.incoming,
+    );
   const app = new Hono();
   // Set before the handler runs: changing headers of a finished response would make the Node
   // adapter rebuild it, which costs more than the whole verify.
@@ -65,7 +71,12 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
   app.route("/", directoryRoutes(ctx, guard));
   app.route(
     "/",
-    deviceRoutes(ctx, guard, { publicUrl, perIp: limiter("deviceCodesPerIp"), clientIp }),
+    deviceRoutes(ctx, guard, {
+      publicUrl,
+      perIp: limiter("deviceCodesPerIp"),
+      perAccount: limiter("deviceCodeGuessesPerAccount"),
+      clientIp,
+    }),
   );
   app.route(
     "/",
@@ -73,7 +84,11 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
       ctx,
       guard,
       mailer,
-      limits: { perAddress: limiter("signInCodesPerAddress"), perIp: limiter("signInCodesPerIp") },
+      limits: {
+        perAddress: limiter("signInCodesPerAddress"),
+        perIp: limiter("signInCodesPerIp"),
+        perRememberedBrowser: limiter("signInCodesPerRememberedBrowser"),
+      },
       publicUrl,
       clientIp,
     }),
@@ -89,6 +104,10 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
   );
   app.notFound((c) => c.json({ error: "Not found" }, 404));
   app.onError(createErrorHandler(logger, isDatabaseUnavailable));
-  const fastPath = createIdentityFastPath(ctx, { verify: verifyLimits, mint: mintLimits }, logger);
+  const fastPath = createIdentityFastPath(
+    ctx,
+    { verify: verifyLimits, mint: mintLimits, trustProxy: options.trustProxy },
+    logger,
+  );
   return { app, fastPath };
 }

@@ -9,7 +9,26 @@ export const POLL_INTERVAL_S = 5;
 // No vowels or look-alikes: codes are read aloud and typed (RFC 8628 section 6.1).
 const USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ";
 
-export async function startDeviceLogin(ctx: IdentityContext, clientName: string) {
+/**
+ * What a device may call itself on the approval page: no control, format (bidi overrides,
+ * zero-width) or blank-looking characters, one space between words, at most 100 characters.
+ * It is still the device's own word, and the page says so.
+ */
+export function displayableClientName(name: string): string {
+  const shown = name
+    .replace(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\u115F\u1160\u3164\uFFA0\u2800]/gu, "")
+    .replace(/\s+/gu, " ")
+    .trim()
+    .slice(0, 100);
+  return shown || "CLI login";
+}
+
+/** Starts a device login; `clientAddress` is where the request came from, shown to the approver. */
+export async function startDeviceLogin(
+  ctx: IdentityContext,
+  clientName: string,
+  clientAddress: string,
+) {
   const deviceCode = randomBytes(32).toString("base64url");
   let userCode = "";
   for (let i = 0; i < 8; i++) userCode += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
@@ -18,7 +37,8 @@ export async function startDeviceLogin(ctx: IdentityContext, clientName: string)
   await ctx.web.insertDeviceCode({
     device_hash: sha256(deviceCode),
     user_code: userCode,
-    client_name: clientName,
+    client_name: displayableClientName(clientName),
+    client_address: clientAddress,
     status: "pending",
     account_id: null,
     created_at: now,
@@ -34,11 +54,31 @@ export function normalizeUserCode(input: string): string {
   return letters.length === 8 ? `${letters.slice(0, 4)}-${letters.slice(4)}` : "";
 }
 
+export interface PendingDeviceLogin {
+  userCode: string;
+  /** What the device called itself: unverified. */
+  clientName: string;
+  /** Epoch ms. */
+  startedAt: number;
+  /** The address the login was started from (IPv6 as its /64), or null if unrecorded. */
+  startedFrom: string | null;
+  deviceHash: string;
+}
+
 /** The pending request a person is about to approve, or null. */
-export async function findPendingDeviceLogin(ctx: IdentityContext, userCode: string) {
+export async function findPendingDeviceLogin(
+  ctx: IdentityContext,
+  userCode: string,
+): Promise<PendingDeviceLogin | null> {
   const code = await ctx.web.findDeviceCodeByUserCode(normalizeUserCode(userCode));
   if (code?.status !== "pending" || code.expires_at <= ctx.clock()) return null;
-  return { userCode: code.user_code, clientName: code.client_name, deviceHash: code.device_hash };
+  return {
+    userCode: code.user_code,
+    clientName: displayableClientName(code.client_name),
+    startedAt: code.created_at,
+    startedFrom: code.client_address,
+    deviceHash: code.device_hash,
+  };
 }
 
 export async function decideDeviceLogin(

@@ -2,10 +2,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isDatabaseUnavailable } from "@agentpass/db";
 import {
   answerError,
+  clientAddressOf,
   type FastPath,
   HttpError,
   incomingHeader,
   readIncomingJson,
+  type TrustProxy,
   writeJson,
 } from "@agentpass/http";
 import type { Logger } from "pino";
@@ -23,7 +25,7 @@ import { type VerifyLimits, verifiedHeaders, verifyRequest } from "./routes/veri
  */
 export function createIdentityFastPath(
   ctx: IdentityContext,
-  limits: { verify: VerifyLimits; mint: MintLimits },
+  limits: { verify: VerifyLimits; mint: MintLimits; trustProxy: TrustProxy },
   logger: Logger,
 ): FastPath {
   return (request, response) => {
@@ -33,7 +35,7 @@ export function createIdentityFastPath(
     const input = {
       authorization: incomingHeader(request, "authorization"),
       readBody: () => readIncomingJson(request, MAX_BODY_BYTES),
-      clientIp: () => request.socket.remoteAddress ?? "unknown",
+      clientIp: () => clientAddressOf(limits.trustProxy, request),
     };
     const failed = (error: unknown) => fail(response, error, logger, path);
     if (path === "/api/verify") {

@@ -129,9 +129,10 @@ const databaseNowMs = sql<number>`floor(extract(epoch FROM clock_timestamp()) * 
  * count, as if the hits had been upserted one by one — but a busy key costs one round trip per
  * batch instead of one per hit, each waiting for the row's lock (measured on one key: ~1,900
  * mints/s unbatched).
+ *
+ * Counters of past windows are deleted off the request path (`store/purge.ts`).
  */
 export function createDatabaseRateLimitStore(db: Kysely<IdentityDatabase>): RateLimitStore {
-  let hits = 0;
   /** Hits waiting for their counter's next upsert, by counter. */
   const waiting = new Map<string, PromiseWithResolvers<RateLimitHit>[]>();
   const inFlight = new Set<string>();
@@ -157,14 +158,6 @@ export function createDatabaseRateLimitStore(db: Kysely<IdentityDatabase>): Rate
         sql<string>`window_start + ${windowMs} - ${databaseNowMs}`.as("reset_ms"),
       ])
       .executeTakeFirstOrThrow();
-    hits += n;
-    if (hits >= 1000) {
-      hits = 0;
-      await db
-        .deleteFrom("rate_limits")
-        .where("window_start", "<", sql<number>`${databaseNowMs} - 86400000`)
-        .execute();
-    }
     return { count: Number(row.count), resetMs: Number(row.reset_ms) };
   }
 

@@ -11,10 +11,17 @@ export const MAX_CODE_ATTEMPTS = 5;
 export interface SignInDeps {
   ctx: IdentityContext;
   mailer: Mailer;
+  /** Codes mailed to one address at the request of browsers it never signed in with. */
   perAddress: RateLimiter;
+  /** Codes asked for from one client address by such browsers. */
   perIp: RateLimiter;
+  /** Codes a browser that signed in with the address before may ask for it. */
+  perRememberedBrowser: RateLimiter;
   publicUrl: string;
 }
+
+/** A browser that signed in with an address is remembered for it this long. */
+export const REMEMBERED_BROWSER_MS = 400 * 24 * 60 * 60 * 1000;
 
 export type RequestCodeResult =
   | { ok: true }
@@ -26,6 +33,10 @@ export type RequestCodeResult =
  * Mails a 6-digit code and a one-click link for `email`, redeemable only by the browser that
  * asked (`browserNonce`, a random cookie). Sign-up and sign-in are this one flow: whether the
  * address has an account is never looked at here, so the answer cannot reveal it.
+ *
+ * The inbox is protected by limits per address and per client address, which strangers share:
+ * anyone may spend them. A browser that signed in with the address before is counted apart, on
+ * its own budget, so strangers asking for codes for someone's address never lock its owner out.
  */
 export async function requestSignInCode(
   deps: SignInDeps,
@@ -33,10 +44,19 @@ export async function requestSignInCode(
 ): Promise<RequestCodeResult> {
   const canonical = canonicalizeEmail(input.email);
   if (!canonical.ok) return { ok: false, code: "INVALID_EMAIL", reason: canonical.reason };
-  for (const [limiter, key] of [
-    [deps.perIp, input.ip],
-    [deps.perAddress, canonical.email],
-  ] as const) {
+  const browserHash = sha256(input.browserNonce);
+  const remembered = await deps.ctx.web.isRememberedBrowser(
+    browserHash,
+    canonical.email,
+    deps.ctx.clock(),
+  );
+  const limits = remembered
+    ? ([[deps.perRememberedBrowser, `${browserHash}:${canonical.email}`]] as const)
+    : ([
+        [deps.perIp, input.ip],
+        [deps.perAddress, canonical.email],
+      ] as const);
+  for (const [limiter, key] of limits) {
     const limited = await limiter.take(key);
     if (!limited.ok) {
       return { ok: false, code: "RATE_LIMITED", retryAfterSeconds: limited.resetSeconds };
@@ -50,7 +70,7 @@ export async function requestSignInCode(
     email: canonical.email,
     code_hash: sha256(code),
     link_hash: sha256(link),
-    browser_hash: sha256(input.browserNonce),
+    browser_hash: browserHash,
     attempts: 0,
     created_at: now,
     expires_at: now + CODE_LIFETIME_MS,
@@ -90,7 +110,7 @@ export async function redeemSignInCode(
     if (judged.attempts >= MAX_CODE_ATTEMPTS) await ctx.web.useSignInCode(pending.id, now);
     return { ok: false, code: "INVALID_CODE" };
   }
-  return finish(ctx, pending.id, judged.email);
+  return finish(ctx, pending.id, judged.email, judged.browser_hash);
 }
 
 /**
@@ -107,11 +127,18 @@ export async function redeemSignInLink(
   if (!pending || !judged || !sameHash(judged.browser_hash, sha256(input.browserNonce))) {
     return { ok: false, code: "NO_CODE" };
   }
-  return finish(ctx, pending.id, judged.email);
+  return finish(ctx, pending.id, judged.email, judged.browser_hash);
 }
 
-async function finish(ctx: IdentityContext, codeId: string, email: string): Promise<RedeemResult> {
-  if (!(await ctx.web.useSignInCode(codeId, ctx.clock()))) return { ok: false, code: "NO_CODE" };
+async function finish(
+  ctx: IdentityContext,
+  codeId: string,
+  email: string,
+  browserHash: string,
+): Promise<RedeemResult> {
+  const now = ctx.clock();
+  if (!(await ctx.web.useSignInCode(codeId, now))) return { ok: false, code: "NO_CODE" };
+  await ctx.web.rememberBrowser(browserHash, email, now + REMEMBERED_BROWSER_MS);
   const account =
     (await ctx.store.findAccountByEmail(email)) ??
     (await ctx.store.createAccount(email, ctx.clock()));

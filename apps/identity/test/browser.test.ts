@@ -160,7 +160,9 @@ describe(`the dashboard in Chromium (${engine})`, () => {
       }),
     );
     await page.goto(`${server.url}/device`);
-    await page.getByLabel("Code shown by agentpass login").fill(userCode);
+    await page
+      .getByLabel("Type the code shown in your own terminal by agentpass login")
+      .fill(userCode);
     await page.getByRole("button", { name: "Continue" }).click();
     assert.equal(await page.locator("#device-code").textContent(), userCode);
     await screenshot("device-approve");

@@ -84,7 +84,7 @@ for (const engine of testEngines()) {
     });
 
     it("answers only one of many polls of a device code sent at once; the rest slow down", async () => {
-      const started = await startDeviceLogin(identity.ctx, "laptop");
+      const started = await startDeviceLogin(identity.ctx, "laptop", "127.0.0.1");
       const polls = await Promise.all(
         Array.from({ length: 100 }, () =>
           identity.app.request("/api/device/token", {

@@ -525,9 +525,8 @@ for (const engine of testEngines()) {
           `/sign-in?next=${encodeURIComponent(`/device?code=${code.user_code}`)}`,
         );
         await signIn(person);
-        const page = await person.text(
-          `/device?code=${String(code.user_code).toLowerCase().replace("-", " ")}`,
-        );
+        const typed = String(code.user_code).toLowerCase().replace("-", " ");
+        const page = await (await person.post("/device", { code: typed })).text();
         assert.match(page, /ada-laptop/);
         await person.post("/device", { code: String(code.user_code), decision: "approve" });
 

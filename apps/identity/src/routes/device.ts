@@ -6,6 +6,7 @@ import {
   decideDeviceLogin,
   findPendingDeviceLogin,
   normalizeUserCode,
+  type PendingDeviceLogin,
   pollDeviceLogin,
   startDeviceLogin,
 } from "../device-login.ts";
@@ -68,13 +69,19 @@ async function readFields(c: Context): Promise<Record<string, unknown> | undefin
 export function deviceRoutes(
   ctx: IdentityContext,
   guard: WebGuard,
-  options: { publicUrl: string; perIp: RateLimiter; clientIp: (c: Context) => string },
+  options: {
+    publicUrl: string;
+    perIp: RateLimiter;
+    /** User codes one signed-in account may look up or decide: guessing codes is bounded. */
+    perAccount: RateLimiter;
+    clientIp: (c: Context) => string;
+  },
 ) {
   function devicePage(
     c: Context,
     web: SignedInRequest,
     body: ReturnType<typeof html>,
-    status: 200 | 400 | 404 = 200,
+    status: 200 | 400 | 404 | 429 = 200,
   ) {
     return c.html(
       renderPage({ title: "Log in a device", session: web.session, csrf: web.csrf, body }),
@@ -82,9 +89,13 @@ export function deviceRoutes(
     );
   }
 
-  function codeForm(error = "") {
-    return html`<form method="get" action="/device" class="card">
-<label for="user-code">Code shown by <code>agentpass login</code></label>
+  function codeForm(csrf: string, error = "", fromLink = false) {
+    return html`${
+      fromLink
+        ? html`<p class="warning" role="note">A link never approves a login. If someone sent you this link, close this page: they are asking for a key to your account.</p>`
+        : ""
+    }<form method="post" action="/device" class="card">${csrfField(csrf)}
+<label for="user-code">Type the code shown in your own terminal by <code>agentpass login</code></label>
 <input id="user-code" name="code" type="text" autocomplete="off" autocapitalize="characters" maxlength="20" required placeholder="XXXX-XXXX" ${error ? html`aria-describedby="code-error" aria-invalid="true"` : ""}>
 ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
 <p><button type="submit">Continue</button></p></form>`;
@@ -99,9 +110,11 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
       const fields = await readFields(c);
       const parsed = DeviceCodeRequest.safeParse(fields ?? null);
       if (!parsed.success) return renderError(c, new HttpError(400, "Invalid request body"));
-      const name =
-        (parsed.data.client_name ?? "").replace(/[\p{Cc}\p{Cs}]/gu, "").trim() || "CLI login";
-      const started = await startDeviceLogin(ctx, name);
+      const started = await startDeviceLogin(
+        ctx,
+        parsed.data.client_name ?? "",
+        options.clientIp(c),
+      );
       return c.json(
         {
           device_code: started.deviceCode,
@@ -136,55 +149,97 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     })
     .get(
       "/device",
+      // The page never takes a code from its URL: a person types the code their own terminal
+      // shows, so a link someone sent cannot bring them to an approval (RFC 8628 section 5.4).
+      guard.signedIn((c, web) =>
+        devicePage(c, web, codeForm(web.csrf, "", c.req.query("code") !== undefined)),
+      ),
+    )
+    .post(
+      "/device",
       guard.signedIn(async (c, web) => {
-        const typed = c.req.query("code");
-        if (!typed) return devicePage(c, web, codeForm());
-        const pending = await findPendingDeviceLogin(ctx, typed.slice(0, 20));
+        const limited = await options.perAccount.take(web.session.accountId);
+        if (!limited.ok) {
+          c.header("Retry-After", String(limited.resetSeconds));
+          return devicePage(
+            c,
+            web,
+            codeForm(web.csrf, "Too many codes tried. Wait a few minutes, then try again."),
+            429,
+          );
+        }
+        const typed = (web.form.get("code") ?? "").slice(0, 20);
+        const decision = web.form.get("decision");
+        if (decision === "approve" || decision === "deny") {
+          return decide(c, web, typed, decision === "approve");
+        }
+        const pending = typed ? await findPendingDeviceLogin(ctx, typed) : null;
         if (!pending) {
           return devicePage(
             c,
             web,
             codeForm(
+              web.csrf,
               "No pending login has this code. It may have expired (codes last 10 minutes).",
             ),
             404,
           );
         }
-        return devicePage(
-          c,
-          web,
-          html`<div class="card"><p><strong>${pending.clientName}</strong> asks for a user key of <strong>${web.session.email}</strong>.</p>
-<p>Check that your terminal shows the code <code id="device-code">${pending.userCode}</code>. Approve only a login you started yourself.</p>
-<form method="post" action="/device" class="inline">${csrfField(web.csrf)}<input type="hidden" name="code" value="${pending.userCode}">
-<button type="submit" name="decision" value="approve">Approve</button>
-<button type="submit" name="decision" value="deny" class="secondary">Deny</button></form></div>`,
-        );
-      }),
-    )
-    .post(
-      "/device",
-      guard.signedIn(async (c, web) => {
-        const code = normalizeUserCode(web.form.get("code") ?? "");
-        const approve = web.form.get("decision") === "approve";
-        const decided =
-          code !== "" && (await decideDeviceLogin(ctx, code, web.session.accountId, approve));
-        if (!decided) {
-          return devicePage(
-            c,
-            web,
-            codeForm("This login request has expired or was already decided."),
-            400,
-          );
-        }
-        return devicePage(
-          c,
-          web,
-          html`<p class="${approve ? "ok" : "error"}" role="status">${
-            approve
-              ? "Approved. Your terminal receives its key in a few seconds; you can close this page."
-              : "Denied. The terminal gets no key."
-          }</p>`,
-        );
+        return devicePage(c, web, confirmation(web, pending, options.clientIp(c)));
       }),
     );
+
+  async function decide(c: Context, web: SignedInRequest, typed: string, approve: boolean) {
+    const code = normalizeUserCode(typed);
+    const decided =
+      code !== "" && (await decideDeviceLogin(ctx, code, web.session.accountId, approve));
+    if (!decided) {
+      return devicePage(
+        c,
+        web,
+        codeForm(web.csrf, "This login request has expired or was already decided."),
+        400,
+      );
+    }
+    return devicePage(
+      c,
+      web,
+      html`<p class="${approve ? "ok" : "error"}" role="status">${
+        approve
+          ? "Approved. Your terminal receives its key in a few seconds; you can close this page."
+          : "Denied. The terminal gets no key."
+      }</p>`,
+    );
+  }
+
+  /** What the person checks before approving: who asks, from where, since when. */
+  function confirmation(web: SignedInRequest, pending: PendingDeviceLogin, here: string) {
+    const minutes = Math.max(0, Math.round((ctx.clock() - pending.startedAt) / 60_000));
+    const from = pending.startedFrom ?? "an unrecorded address";
+    const elsewhere =
+      pending.startedFrom !== null && networkOf(pending.startedFrom) !== networkOf(here);
+    return html`<div class="card">
+<p class="warning" role="alert">Approve only a login you started yourself, just now, on a machine you control. Approving gives that machine a user key that acts as <strong>${web.session.email}</strong> with every AgentPass partner.</p>
+<dl>
+<dt>Code</dt><dd><code id="device-code">${pending.userCode}</code> <span class="muted">(it must be the code your own terminal shows)</span></dd>
+<dt>Device</dt><dd>${pending.clientName} <span class="muted">(the device's own name for itself, not verified)</span></dd>
+<dt>Started</dt><dd>${minutes === 0 ? "less than a minute ago" : `${minutes} minute${minutes === 1 ? "" : "s"} ago`} (${new Date(pending.startedAt).toISOString().slice(0, 16).replace("T", " ")} UTC)</dd>
+<dt>From</dt><dd>${from}${pending.startedFrom ? html` <span class="muted">(network ${networkOf(pending.startedFrom)})</span>` : ""}</dd>
+</dl>
+${elsewhere ? html`<p class="warning" role="alert">This login was started from another network than the one you are using now. If you did not start it on another machine of yours, deny it.</p>` : ""}
+<form method="post" action="/device" class="inline">${csrfField(web.csrf)}<input type="hidden" name="code" value="${pending.userCode}">
+<button type="submit" name="decision" value="deny">Deny</button>
+<button type="submit" name="decision" value="approve" class="secondary">Approve</button></form></div>`;
+  }
+}
+
+/** The network an address belongs to, as shown to a person: IPv4 /24, IPv6 /48. */
+export function networkOf(address: string): string {
+  const v4 = /^(\d+\.\d+\.\d+)\.\d+$/.exec(address);
+  if (v4) return `${v4[1]}.0/24`;
+  if (address.includes(":")) {
+    const groups = address.split("/")[0]?.split("::")[0]?.split(":") ?? [];
+    return `${[...groups, "0", "0", "0"].slice(0, 3).join(":")}::/48`;
+  }
+  return address;
 }

@@ -1,8 +1,12 @@
 import { Hono } from "hono";
 import type { IdentityContext } from "../context.ts";
 import type { Mailer } from "../mailer.ts";
-import type { RateLimiter } from "../rate-limit.ts";
-import { redeemSignInCode, redeemSignInLink, requestSignInCode } from "../sign-in.ts";
+import {
+  redeemSignInCode,
+  redeemSignInLink,
+  requestSignInCode,
+  type SignInDeps,
+} from "../sign-in.ts";
 import { safeNext, type WebGuard, type WebRequest } from "../web/guard.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
 import { endAllWebSessions, endWebSession, startWebSession } from "../web-sessions.ts";
@@ -11,7 +15,7 @@ export interface SignInPagesOptions {
   ctx: IdentityContext;
   guard: WebGuard;
   mailer: Mailer;
-  limits: { perAddress: RateLimiter; perIp: RateLimiter };
+  limits: Pick<SignInDeps, "perAddress" | "perIp" | "perRememberedBrowser">;
   publicUrl: string;
   clientIp: (c: import("hono").Context) => string;
 }
@@ -28,7 +32,7 @@ export function signInPages({
   publicUrl,
   clientIp,
 }: SignInPagesOptions) {
-  const deps = { ctx, mailer, perAddress: limits.perAddress, perIp: limits.perIp, publicUrl };
+  const deps: SignInDeps = { ctx, mailer, ...limits, publicUrl };
 
   function emailForm(web: WebRequest, next: string, error = "", email = "") {
     return renderPage({

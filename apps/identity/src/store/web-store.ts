@@ -63,6 +63,28 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
       return result.numUpdatedRows > 0n;
     },
 
+    /** Remembers that this browser signed in with `email`, until `until`. */
+    async rememberBrowser(browserHash: string, email: string, until: number): Promise<void> {
+      await db
+        .insertInto("remembered_browsers")
+        .values({ browser_hash: browserHash, email, expires_at: until })
+        .onConflict((oc) =>
+          oc.columns(["browser_hash", "email"]).doUpdateSet({ expires_at: until }),
+        )
+        .execute();
+    },
+
+    async isRememberedBrowser(browserHash: string, email: string, now: number): Promise<boolean> {
+      const row = await db
+        .selectFrom("remembered_browsers")
+        .select("expires_at")
+        .where("browser_hash", "=", browserHash)
+        .where("email", "=", email)
+        .where("expires_at", ">", now)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+
     async insertSession(session: IdentityDatabase["web_sessions"]): Promise<void> {
       await db.insertInto("web_sessions").values(session).execute();
     },

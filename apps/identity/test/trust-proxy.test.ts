@@ -1,0 +1,197 @@
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { testEngines } from "@agentpass/db/testing";
+import { type RunningServer, startServer } from "@agentpass/http";
+import { generateKey } from "../src/keys.ts";
+import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
+
+const HAPROXY = process.env.HAPROXY_PATH ?? "/usr/sbin/haproxy";
+const LIMIT = 5;
+
+/**
+ * One mint with an unknown (well-formed) user key, from `localAddress`, with extra headers;
+ * answers the status. Unknown keys are limited per client address (BAD_KEYS_PER_MINUTE).
+ */
+function mintWithUnknownKey(
+  url: string,
+  localAddress: string,
+  headers: Record<string, string> = {},
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const target = new URL("/api/session-tokens", url);
+    const req = request(
+      target,
+      {
+        method: "POST",
+        localAddress,
+        headers: { authorization: `Bearer ${generateKey("user")}`, ...headers },
+      },
+      (response) => {
+        response.resume();
+        response.on("end", () => resolve(response.statusCode ?? 0));
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+async function statuses(count: number, send: () => Promise<number>): Promise<number[]> {
+  const answers = [];
+  for (let i = 0; i < count; i++) answers.push(await send());
+  return answers;
+}
+
+const refusedAfterLimit = [...Array(LIMIT).fill(401), 429];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Debian's haproxy in front of `backend`, adding X-Forwarded-For as it does in production. */
+async function startHaproxy(backend: RunningServer) {
+  const dir = mkdtempSync(join(tmpdir(), "agentpass-haproxy-"));
+  const port = await freePort();
+  writeFileSync(
+    join(dir, "haproxy.cfg"),
+    `defaults
+  mode http
+  timeout connect 2s
+  timeout client 10s
+  timeout server 10s
+frontend public
+  bind 127.0.0.1:${port}
+  option forwardfor
+  default_backend identity
+backend identity
+  server one 127.0.0.1:${backend.port}
+`,
+  );
+  const child: ChildProcess = spawn(HAPROXY, ["-f", join(dir, "haproxy.cfg"), "-db"], {
+    stdio: "ignore",
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    const up = await fetch(`${url}/healthz`).then(
+      (answer) => answer.ok,
+      () => false,
+    );
+    if (up) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    url,
+    async close() {
+      child.kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+for (const engine of testEngines()) {
+  describe(`per-address limits behind a proxy stay per client (${engine})`, () => {
+    /** A service on a real port, trusting what `trustProxy` says, with a low bad-key limit. */
+    async function serve(trustProxy: string | undefined) {
+      const identity: TestIdentity = await openTestIdentity(
+        engine,
+        {
+          BAD_KEYS_PER_MINUTE: String(LIMIT),
+          ...(trustProxy && { TRUST_PROXY: trustProxy }),
+        },
+        { realClock: true },
+      );
+      const server = await startServer(identity.service, { port: 0, host: "127.0.0.1" });
+      return {
+        url: server.url,
+        server,
+        close: async () => {
+          await server.close();
+          await identity.database.drop();
+        },
+      };
+    }
+
+    describe("behind Debian's haproxy", () => {
+      let service: Awaited<ReturnType<typeof serve>>;
+      let proxy: Awaited<ReturnType<typeof startHaproxy>>;
+      before(async () => {
+        service = await serve("127.0.0.1/32");
+        proxy = await startHaproxy(service.server);
+      });
+      after(async () => {
+        await proxy?.close();
+        await service?.close();
+      });
+
+      it("limits the attacker, not every client of the proxy, even when it forges the header", async () => {
+        const forged = { "x-forwarded-for": "203.0.113.9" };
+        const attacker = await statuses(LIMIT + 1, () =>
+          mintWithUnknownKey(proxy.url, "127.0.0.2", forged),
+        );
+        assert.deepEqual(attacker, refusedAfterLimit);
+        assert.equal(
+          await mintWithUnknownKey(proxy.url, "127.0.0.3"),
+          401,
+          "another client of the same proxy still gets its own answer",
+        );
+        assert.equal(
+          await mintWithUnknownKey(proxy.url, "127.0.0.4", { "x-forwarded-for": "127.0.0.2" }),
+          401,
+          "a client naming another's address is still keyed by its own",
+        );
+      });
+    });
+
+    describe("with a stand-in proxy (forwarding headers sent straight to the service)", () => {
+      let trusting: Awaited<ReturnType<typeof serve>>;
+      let untrusting: Awaited<ReturnType<typeof serve>>;
+      before(async () => {
+        trusting = await serve("1");
+        untrusting = await serve(undefined);
+      });
+      after(async () => {
+        await trusting?.close();
+        await untrusting?.close();
+      });
+
+      it("keys IPv6 clients by their /64", async () => {
+        const from = (address: string) => ({ "x-forwarded-for": address });
+        const first = await statuses(LIMIT, () =>
+          mintWithUnknownKey(trusting.url, "127.0.0.1", from("2001:db8:1:2::1")),
+        );
+        assert.deepEqual(first, Array(LIMIT).fill(401));
+        assert.equal(
+          await mintWithUnknownKey(trusting.url, "127.0.0.1", from("2001:db8:1:2:ffff::9")),
+          429,
+          "the same /64",
+        );
+        assert.equal(
+          await mintWithUnknownKey(trusting.url, "127.0.0.1", from("2001:db8:1:3::1")),
+          401,
+          "the next /64",
+        );
+      });
+
+      it("ignores forwarding headers when no proxy is trusted", async () => {
+        let n = 0;
+        const rotating = await statuses(LIMIT + 1, () =>
+          mintWithUnknownKey(untrusting.url, "127.0.0.5", {
+            "x-forwarded-for": `198.51.100.${++n}`,
+          }),
+        );
+        assert.deepEqual(rotating, refusedAfterLimit, "a client cannot pick its own key");
+      });
+    });
+  });
+}
