@@ -2,10 +2,11 @@
 import { parseArgs } from "node:util";
 import { startServer } from "@agentpass/http";
 import { createAccount, findAccountByEmail } from "./accounts.ts";
-import { loadConfig } from "./config.ts";
+import { loadConfig, SecretSchema } from "./config.ts";
 import { issueKey, listKeys, revokeKey } from "./credentials.ts";
 import type { KeyKind } from "./keys.ts";
 import { createPartner } from "./partners.ts";
+import type { SealingKeyInfo } from "./sealing-keys.ts";
 import { type IdentityService, openIdentityService } from "./service.ts";
 
 const USAGE = `agentpass-server — run and administer the AgentPass identity service
@@ -20,8 +21,15 @@ Usage:
   agentpass-server partner-keys create <partnerId> [--name N] [--json]
   agentpass-server partner-keys list <partnerId> [--json]
   agentpass-server partner-keys revoke <id>
+  agentpass-server sealing-keys list [--json]
+  agentpass-server sealing-keys rotate [--json]
+  agentpass-server sealing-keys rewrap < new-secret
 
 A create prints the new secret (or id) alone on stdout; with --json, one JSON object.
+Sealing keys seal session tokens; they are kept in the database, wrapped under AGENTPASS_SECRET
+(or DATA_DIR/identity.secret). rotate adds a key that seals from then on (running instances take
+it up on their next request; tokens of the old key keep working until they expire). rewrap reads
+a new secret (at least 32 characters) from stdin and wraps every key under it.
 Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, ...); see the README.`;
 
 class UsageError extends Error {}
@@ -85,6 +93,10 @@ async function runAdminCommand(
     console.log(result.ok ? "revoked" : "already revoked");
   };
 
+  const refuseKeysFromEnv = () => {
+    if (ctx.sealingKeys.source === "env") throw new CommandError(KEY_CHANGE_REFUSED.KEYS_FROM_ENV);
+  };
+
   switch (command) {
     case "accounts create": {
       const created = await createAccount(ctx, required("email"));
@@ -121,6 +133,23 @@ async function runAdminCommand(
       return printKeys(values, await listKeys(ctx, "partner", required("partner id")));
     case "partner-keys revoke":
       return revoke("partner");
+    case "sealing-keys list":
+      return printSealingKeys(values, ctx.sealingKeys.list());
+    case "sealing-keys rotate": {
+      refuseKeysFromEnv();
+      const rotated = await ctx.sealingKeys.rotate();
+      if (!rotated.ok) throw new CommandError(KEY_CHANGE_REFUSED[rotated.code]);
+      return print(values, rotated.id, { id: rotated.id });
+    }
+    case "sealing-keys rewrap": {
+      refuseKeysFromEnv();
+      const rewrapped = await ctx.sealingKeys.rewrap(await readNewSecret());
+      if (!rewrapped.ok) throw new CommandError(KEY_CHANGE_REFUSED[rewrapped.code]);
+      const where = rewrapped.secretFile
+        ? `${rewrapped.secretFile} now holds the new secret; restart every instance that reads it.`
+        : "Set AGENTPASS_SECRET to the new secret on every instance, and restart them.";
+      return void console.log(`Rewrapped ${rewrapped.count} sealing keys. ${where}`);
+    }
     default:
       throw new UsageError(`Unknown command: ${command}`);
   }
@@ -154,6 +183,44 @@ function printKeys(
     const state = row.revokedAt ? `revoked ${row.revokedAt}` : "active";
     console.log(`${row.id}  ${row.prefix}…  ${row.name}  created ${row.createdAt}  ${state}`);
   }
+}
+
+const KEY_CHANGE_REFUSED = {
+  KEYS_FROM_ENV: "Sealing keys come from TOKEN_KEYS, not the database: change them there",
+  KEYS_CHANGED: "The sealing keys changed while this ran (another rotate or rewrap); run it again",
+};
+
+function printSealingKeys(values: Values, keys: SealingKeyInfo[]): void {
+  const iso = (time: number | null) => (time === null ? null : new Date(time).toISOString());
+  const rows = keys.map((key) => ({
+    id: key.id,
+    createdAt: iso(key.createdAt),
+    sealing: key.sealing,
+    retiredAt: iso(key.retiredAt),
+  }));
+  if (values.json) return void console.log(JSON.stringify(rows));
+  for (const row of rows) {
+    const created = row.createdAt ? `created ${row.createdAt}` : "from TOKEN_KEYS";
+    const state = row.sealing
+      ? "seals new tokens"
+      : row.retiredAt
+        ? `retired ${row.retiredAt}`
+        : "opens tokens";
+    console.log(`${row.id}  ${created}  ${state}`);
+  }
+}
+
+/** The new secret of `rewrap`, from stdin: never from the command line, where `ps` shows it. */
+async function readNewSecret(): Promise<string> {
+  if (process.stdin.isTTY)
+    process.stderr.write("New secret (at least 32 characters), then Ctrl-D: ");
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const secret = Buffer.concat(chunks).toString("utf8").trim();
+  if (!SecretSchema.safeParse(secret).success) {
+    throw new CommandError("The new secret (read from stdin) must be at least 32 characters");
+  }
+  return secret;
 }
 
 async function serveForever(config: Parameters<typeof openIdentityService>[0]): Promise<void> {

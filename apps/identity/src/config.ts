@@ -1,3 +1,4 @@
+import { parseTrustProxy, type TrustProxy } from "@agentpass/http";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -8,6 +9,23 @@ const ConfigSchema = z.object({
   PORT: port.default(4000),
   /** Interface to listen on; unset listens on every interface (IPv4 and IPv6). */
   HOST: z.string().min(1).optional(),
+  /**
+   * Proxies trusted to say who the client is (X-Forwarded-For / Forwarded): a hop count, or
+   * comma-separated addresses and CIDR ranges. Unset: none; the client is the socket's peer.
+   */
+  TRUST_PROXY: z
+    .string()
+    .transform((value, context) => {
+      const trust = parseTrustProxy(value);
+      if (typeof trust === "object" && "error" in trust) {
+        context.addIssue({ code: "custom", message: trust.error });
+        return z.NEVER;
+      }
+      return trust;
+    })
+    .optional(),
+  /** Open connections past which new ones are dropped; unset: no cap. */
+  MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).optional(),
   DATA_DIR: z.string().min(1).default("./data"),
   DATABASE_URL: z
     .string()
@@ -35,7 +53,8 @@ const ConfigSchema = z.object({
   BAD_KEYS_PER_MINUTE: perMinute.default(60),
   /**
    * Sealing keys for session tokens as `id:base64secret` pairs, comma-separated, the first one
-   * sealing new tokens. Unset: keys are generated on first start and kept in the database.
+   * sealing new tokens. Unset: keys are generated on first start and kept in the database,
+   * wrapped under AGENTPASS_SECRET.
    */
   TOKEN_KEYS: z
     .string()
@@ -43,18 +62,51 @@ const ConfigSchema = z.object({
       /^[0-9a-f]{8}:[A-Za-z0-9+/_-]{43}=?(,[0-9a-f]{8}:[A-Za-z0-9+/_-]{43}=?)*$/,
       "must be comma-separated id:key pairs (8 hex characters, a colon, 32 bytes in base64)",
     )
+    .transform((pairs) => pairs.split(",").map(toTokenKey))
+    .superRefine((keys, context) => {
+      const twice = keys.find((key, index) => keys.findIndex((k) => k.id === key.id) !== index);
+      // Two keys under one id: a token would open under whichever came first, or not at all.
+      if (twice) context.addIssue({ code: "custom", message: `key id ${twice.id} appears twice` });
+    })
     .optional(),
+  /**
+   * The secret the sealing keys in the database are wrapped under (the key-encryption key is
+   * derived from it). Unset: kept in DATA_DIR/identity.secret, made on the first start.
+   * Several instances on one database need the same one.
+   */
+  AGENTPASS_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
 });
+
+/** A secret that sealing keys may be wrapped under: AGENTPASS_SECRET, or one given to `rewrap`. */
+export const SecretSchema = ConfigSchema.shape.AGENTPASS_SECRET.unwrap();
+
+function toTokenKey(pair: string): TokenKey {
+  const [id = "", secret = ""] = pair.split(":");
+  return { id, secret: Buffer.from(secret, "base64") };
+}
+
+/** A sealing key given in TOKEN_KEYS. */
+export interface TokenKey {
+  /** 8 hex characters. */
+  id: string;
+  /** 32 bytes. */
+  secret: Buffer;
+}
 
 export interface Config {
   port: number;
   host: string | undefined;
+  trustProxy: TrustProxy;
+  maxConnections: number | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
   sessionTokenTtlSeconds: number;
   publicUrl: string;
   logLevel: z.infer<typeof ConfigSchema>["LOG_LEVEL"];
-  tokenKeys: string | undefined;
+  /** From TOKEN_KEYS, the first one sealing; unset: the keys are kept in the database. */
+  tokenKeys: TokenKey[] | undefined;
+  /** AGENTPASS_SECRET; unset: DATA_DIR/identity.secret holds it. */
+  secret: string | undefined;
   smtpUrl: string | undefined;
   mailFrom: string;
   redisUrl: string | undefined;
@@ -90,12 +142,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     config: {
       port: values.PORT,
       host: values.HOST,
+      trustProxy: values.TRUST_PROXY ?? "none",
+      maxConnections: values.MAX_CONNECTIONS,
       dataDir: values.DATA_DIR,
       databaseUrl: values.DATABASE_URL,
       sessionTokenTtlSeconds: values.SESSION_TOKEN_TTL_SECONDS,
       publicUrl: (values.PUBLIC_URL ?? `http://localhost:${values.PORT}`).replace(/\/$/, ""),
       logLevel: values.LOG_LEVEL,
       tokenKeys: values.TOKEN_KEYS,
+      secret: values.AGENTPASS_SECRET,
       smtpUrl: values.SMTP_URL,
       mailFrom: values.MAIL_FROM,
       redisUrl: values.REDIS_URL,

@@ -18,6 +18,7 @@ import {
 } from "./rate-limit.ts";
 import { loadSealingKeys } from "./sealing-keys.ts";
 import { identityMigrations } from "./store/migrations.ts";
+import { schedulePurges } from "./store/purge.ts";
 import type { IdentityDatabase } from "./store/schema.ts";
 import { createStore } from "./store/store.ts";
 import { createUsageStore } from "./store/usage-store.ts";
@@ -63,12 +64,15 @@ export async function openIdentityService(
       web: createWebStore(database.db),
       usageStore,
       usage,
-      sealingKeys: await loadSealingKeys(store, config.tokenKeys, clock),
+      sealingKeys: await loadSealingKeys(store, config, clock, logger),
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
     };
     const mailer = createMailer(config.smtpUrl, config.mailFrom, logger);
     const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
       logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
+    );
+    const purges = schedulePurges(database.db, clock, (error) =>
+      logger.warn({ err: error }, "could not purge expired rows"),
     );
     const { app, fastPath } = createApp({
       ctx,
@@ -77,6 +81,7 @@ export async function openIdentityService(
       mailer,
       rateLimitStore,
       rateLimitSettings: config.rateLimits,
+      trustProxy: config.trustProxy,
     });
     return {
       app,
@@ -84,6 +89,7 @@ export async function openIdentityService(
       ctx,
       logger,
       close: async () => {
+        await purges.stop();
         await keyUsage.close().catch(() => {});
         await usage.close().catch(() => {});
         await rateLimitStore.close();

@@ -1,7 +1,7 @@
 import type { IdentityContext } from "./context.ts";
 import { hashKey, isWellFormedKey } from "./keys.ts";
 import type { RateLimiter, RateLimitResult } from "./rate-limit.ts";
-import { sealSessionToken } from "./tokens.ts";
+import { CLOCK_SKEW_MS, type SessionClaims, sealSessionToken } from "./tokens.ts";
 
 export type MintResult =
   | { ok: true; sessionToken: string; expiresAt: number; limit: RateLimitResult }
@@ -76,7 +76,9 @@ export async function verifySessionToken(
   ctx.keyUsage.record("partner_keys", partner.id, now);
   const claims = ctx.sealingKeys.open(sessionToken);
   const owner =
-    claims && now < claims.expiresAt && (claims.audience === null || claims.audience === partnerId)
+    claims &&
+    isCurrent(ctx, claims, now) &&
+    (claims.audience === null || claims.audience === partnerId)
       ? await ctx.store.findTokenOwner(claims.userKeyId)
       : undefined;
   if (!claims || !owner || owner.revokedAt !== null || owner.accountId !== claims.accountId) {
@@ -85,6 +87,19 @@ export async function verifySessionToken(
   }
   ctx.usage.record(partnerId, "success", now, owner.accountId);
   return { ok: true, email: owner.email, expiresAt: claims.expiresAt, partnerId };
+}
+
+/**
+ * Whether a token is within its life: not expired, issued no later than the clock skew allows,
+ * and living no longer than this service makes tokens live. A token sealed with a leaked key
+ * cannot claim a year, and one claiming a future issue time cannot outlive a key's retirement.
+ */
+function isCurrent(ctx: IdentityContext, claims: SessionClaims, now: number): boolean {
+  return (
+    now < claims.expiresAt &&
+    claims.issuedAt <= now + CLOCK_SKEW_MS &&
+    claims.expiresAt - claims.issuedAt <= ctx.sessionTokenTtlMs
+  );
 }
 
 function isUuid(value: unknown): value is string {

@@ -3,6 +3,7 @@ import {
   createDecipheriv,
   createHmac,
   createSecretKey,
+  hkdfSync,
   type KeyObject,
   randomBytes,
   randomFillSync,
@@ -30,6 +31,12 @@ export interface SealingKey {
   secret: Buffer;
   /** `secret`, imported once. */
   keyObject: KeyObject;
+  /**
+   * Tokens issued after this (epoch milliseconds) do not open: a newer key retired this one then
+   * (plus `CLOCK_SKEW_MS`). Infinity while the key seals. So once a leaked key is rotated out,
+   * whoever holds it can no longer forge fresh tokens, while tokens it sealed before still open.
+   */
+  opensIssuedUntil: number;
 }
 
 export interface SessionClaims {
@@ -57,13 +64,17 @@ const MAX_TOKEN_CHARS = SESSION_TOKEN_PREFIX.length + Math.ceil((MAX_LENGTH * 4)
 const KDF_LABEL = Buffer.from("agentpass session token v1");
 const NONCE = Buffer.alloc(12);
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
+const KEY_ID = /^[0-9a-f]{8}$/;
+
+/** How far clocks of instances may disagree: a token from up to this far ahead still opens. */
+export const CLOCK_SKEW_MS = 60_000;
 
 export function generateSealingKey(): SealingKey {
   return toSealingKey(randomBytes(4).toString("hex"), randomBytes(32));
 }
 
-export function toSealingKey(id: string, secret: Buffer): SealingKey {
-  return { id, secret, keyObject: createSecretKey(secret) };
+export function toSealingKey(id: string, secret: Buffer, opensIssuedUntil = Infinity): SealingKey {
+  return { id, secret, keyObject: createSecretKey(secret), opensIssuedUntil };
 }
 
 /** Seals `claims` under `key`. Pure CPU: minting writes nothing. */
@@ -105,11 +116,13 @@ export function openSessionToken(
   });
   decipher.setAAD(header);
   decipher.setAuthTag(sealed.subarray(sealed.length - TAG_LENGTH));
+  let claims: SessionClaims | null;
   try {
-    return decodeClaims(Buffer.concat([decipher.update(ciphertext), decipher.final()]));
+    claims = decodeClaims(Buffer.concat([decipher.update(ciphertext), decipher.final()]));
   } catch {
     return null; // authentication failed: tampered or forged
   }
+  return claims && claims.issuedAt <= key.opensIssuedUntil ? claims : null;
 }
 
 /**
@@ -178,4 +191,56 @@ function writeUuid(out: Buffer, uuid: string, offset: number): number {
 function readUuid(buffer: Buffer, offset: number): string {
   const hex = buffer.toString("hex", offset, offset + UUID_LENGTH);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * Sealing keys are kept in the database wrapped (AES-256-GCM) under a key-encryption key that is
+ * not in the database: a copy of the database (a backup, a replica, an injected SELECT) forges
+ * no token. The KEK is HKDF-SHA256 of a secret (AGENTPASS_SECRET or DATA_DIR/identity.secret).
+ */
+const WRAP_LABEL = Buffer.from("agentpass sealing-key wrap v1");
+const WRAP_PREFIX = "v1.";
+const WRAP_NONCE_LENGTH = 12;
+const SEALING_KEY_LENGTH = 32;
+
+/** A fresh secret for DATA_DIR/identity.secret: 32 random bytes, base64url. */
+export function generateSecret(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+export function deriveKeyEncryptionKey(secret: string): KeyObject {
+  const kek = hkdfSync("sha256", secret, Buffer.alloc(0), WRAP_LABEL, 32);
+  return createSecretKey(Buffer.from(kek));
+}
+
+/**
+ * `v1.` + base64url(nonce | ciphertext | tag), under a fresh random nonce. The key id is the
+ * associated data, so a wrapped value moved to another row does not unwrap.
+ */
+export function wrapSealingKey(kek: KeyObject, key: SealingKey): string {
+  const nonce = randomBytes(WRAP_NONCE_LENGTH);
+  const cipher = createCipheriv("aes-256-gcm", kek, nonce);
+  cipher.setAAD(Buffer.from(key.id));
+  const ciphertext = Buffer.concat([cipher.update(key.secret), cipher.final()]);
+  return (
+    WRAP_PREFIX + Buffer.concat([nonce, ciphertext, cipher.getAuthTag()]).toString("base64url")
+  );
+}
+
+/** The key wrapped in `wrapped` under `id`, or null when `kek` (or the id) is not the one. */
+export function unwrapSealingKey(kek: KeyObject, id: string, wrapped: string): SealingKey | null {
+  if (!KEY_ID.test(id) || !wrapped.startsWith(WRAP_PREFIX)) return null;
+  const sealed = Buffer.from(wrapped.slice(WRAP_PREFIX.length), "base64url");
+  if (sealed.length !== WRAP_NONCE_LENGTH + SEALING_KEY_LENGTH + TAG_LENGTH) return null;
+  const decipher = createDecipheriv("aes-256-gcm", kek, sealed.subarray(0, WRAP_NONCE_LENGTH), {
+    authTagLength: TAG_LENGTH,
+  });
+  decipher.setAAD(Buffer.from(id));
+  decipher.setAuthTag(sealed.subarray(sealed.length - TAG_LENGTH));
+  const ciphertext = sealed.subarray(WRAP_NONCE_LENGTH, sealed.length - TAG_LENGTH);
+  try {
+    return toSealingKey(id, Buffer.concat([decipher.update(ciphertext), decipher.final()]));
+  } catch {
+    return null; // another secret, or a value from another row
+  }
 }

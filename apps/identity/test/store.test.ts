@@ -103,13 +103,38 @@ for (const engine of testEngines()) {
       );
     });
 
-    it("keeps the first sealing key when two processes race to create one", async () => {
+    it("adds a first sealing key only into an empty table, and a later one only while the newest is as read", async () => {
       const before = await store.listSealingKeys();
-      await store.insertSealingKey({ id: "aaaaaaaa", secret: "first", createdAt: 1 });
-      await store.insertSealingKey({ id: "aaaaaaaa", secret: "second", createdAt: 2 });
+      const newest = { id: before[0]?.id ?? "", wrapped: before[0]?.wrapped ?? "" };
+      const key = (id: string, createdAt: number) => ({ id, wrapped: `v1.${id}`, createdAt });
+      assert.equal(await store.addSealingKey(key("aaaaaaaa", 1), null), false);
+      assert.equal(
+        await store.addSealingKey(key("aaaaaaaa", 1), { id: newest.id, wrapped: "v1.other" }),
+        false,
+      );
+      assert.equal(await store.addSealingKey(key("aaaaaaaa", 1), newest), true);
       const keys = await store.listSealingKeys();
       assert.equal(keys.length, before.length + 1);
-      assert.equal(keys.find((key) => key.id === "aaaaaaaa")?.secret, "first");
+      // Newer than every other key, whatever the clock said.
+      assert.deepEqual(keys[0], {
+        id: "aaaaaaaa",
+        secret: null,
+        wrapped: "v1.aaaaaaaa",
+        createdAt: (before[0]?.createdAt ?? 0) + 1,
+      });
+    });
+
+    it("rewraps every key at once, or none when the keys are not exactly as read", async () => {
+      const keys = await store.listSealingKeys();
+      const rewrapped = (to: string) =>
+        keys.map((row) => ({ id: row.id, from: row.wrapped ?? "", to: `${to}.${row.id}` }));
+      assert.equal(await store.rewrapSealingKeys(rewrapped("v9").slice(1)), false);
+      assert.deepEqual(await store.listSealingKeys(), keys);
+      assert.equal(await store.rewrapSealingKeys(rewrapped("v9")), true);
+      assert.deepEqual(
+        (await store.listSealingKeys()).map((row) => row.wrapped),
+        keys.map((row) => `v9.${row.id}`),
+      );
     });
   });
 }

@@ -14,11 +14,23 @@ export type ChangeCheck = () => boolean | Promise<boolean>;
  * event loop's check phase (`setImmediate`), so the requests read from the sockets in one turn
  * share it, and at most one runs at a time; requests arriving while one runs share the next.
  * A failed check fails the requests that waited for it (no read is served unchecked).
+ *
+ * `onChange` runs inside the check that noticed a change, awaited, so the requests that waited
+ * for the check see its effect (the sealing keys re-read after a rotation). When it fails, the
+ * check fails, and the next check runs it again even if nothing changed since.
  */
-export function createReadCaches(hasChanged: ChangeCheck) {
+export function createReadCaches(hasChanged: ChangeCheck, onChange?: () => Promise<void>) {
   let generation = 0;
+  let changePending = false;
   const awaitCheck = shareChecks(async () => {
-    if (await hasChanged()) generation++;
+    if (await hasChanged()) {
+      generation++;
+      changePending = onChange !== undefined;
+    }
+    if (changePending) {
+      await onChange?.();
+      changePending = false;
+    }
   });
   return {
     /** Call once per request, and await it, before its cached reads. */

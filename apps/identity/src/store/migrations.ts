@@ -80,7 +80,68 @@ export const identityMigrations = (engine: Engine): Record<string, Migration> =>
       if (engine === "postgres") await sql`ALTER TABLE rate_limits SET UNLOGGED`.execute(db);
     },
   },
+  "0005_wrapped_sealing_keys": {
+    async up(db: AnyDb) {
+      if (engine === "postgres") await wrappedSealingKeysPostgres(db);
+      else await wrappedSealingKeysSqlite(db);
+    },
+  },
+  "0006_abuse_defences": {
+    // Where a device login was started, shown to the person who approves it; the browsers each
+    // address signed in with, which strangers' requests for codes cannot lock out; and the
+    // indexes that let expired rows be purged in small batches instead of by scanning a table.
+    async up(db: AnyDb) {
+      await sql`ALTER TABLE device_codes ADD COLUMN client_address text`.execute(db);
+      await sql`CREATE TABLE remembered_browsers (
+        browser_hash text NOT NULL,
+        email text NOT NULL,
+        expires_at bigint NOT NULL,
+        PRIMARY KEY (browser_hash, email)
+      )`.execute(db);
+      await sql`CREATE INDEX remembered_browsers_expires ON remembered_browsers (expires_at)`.execute(
+        db,
+      );
+      for (const table of ["sign_in_codes", "device_codes", "web_sessions"]) {
+        await sql`CREATE INDEX ${sql.raw(`${table}_expires`)} ON ${sql.raw(table)} (expires_at)`.execute(
+          db,
+        );
+      }
+      await sql`CREATE INDEX rate_limits_window ON rate_limits (window_start)`.execute(db);
+    },
+  },
 });
+
+/**
+ * Sealing keys are kept wrapped under a key-encryption key that is not in the database
+ * (`wrapped`); `secret`, the key in clear, becomes nullable and is erased by the first start
+ * that has the secret (`loadSealingKeys`), which this migration cannot do: it has no KEK. A row
+ * holds exactly one of the two. On PostgreSQL a change of the keys bumps `key_epoch`, so every
+ * instance re-reads them on its next request (a rotation by the admin CLI).
+ */
+async function wrappedSealingKeysPostgres(db: AnyDb): Promise<void> {
+  await sql`ALTER TABLE sealing_keys ALTER COLUMN secret DROP NOT NULL`.execute(db);
+  await sql`ALTER TABLE sealing_keys ADD COLUMN wrapped text`.execute(db);
+  await sql`ALTER TABLE sealing_keys ADD CONSTRAINT sealing_keys_one_form
+    CHECK ((secret IS NULL) <> (wrapped IS NULL))`.execute(db);
+  await sql`CREATE CONSTRAINT TRIGGER sealing_keys_key_epoch
+    AFTER INSERT OR DELETE OR UPDATE ON sealing_keys DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION bump_key_epoch()`.execute(db);
+}
+
+/** SQLite cannot drop a NOT NULL by ALTER: the (small) table is built again. */
+async function wrappedSealingKeysSqlite(db: AnyDb): Promise<void> {
+  await sql`CREATE TABLE sealing_keys_0005 (
+    id text PRIMARY KEY,
+    secret text,
+    wrapped text,
+    created_at bigint NOT NULL,
+    CHECK ((secret IS NULL) <> (wrapped IS NULL))
+  )`.execute(db);
+  await sql`INSERT INTO sealing_keys_0005 (id, secret, created_at)
+    SELECT id, secret, created_at FROM sealing_keys`.execute(db);
+  await sql`DROP TABLE sealing_keys`.execute(db);
+  await sql`ALTER TABLE sealing_keys_0005 RENAME TO sealing_keys`.execute(db);
+}
 
 /** Sign-in by email code, browser sessions, device login and usage counters. */
 export const dashboardMigration: Migration = {

@@ -12,7 +12,15 @@ export interface IdentityDatabase {
     created_at: number;
   };
   partner_keys: KeyTable & { partner_id: string };
-  sealing_keys: { id: string; secret: string; created_at: number };
+  sealing_keys: {
+    /** 8 hex characters, carried in every token the key seals. */
+    id: string;
+    /** The key in clear (base64), as releases before migration 0005 kept it; null once wrapped. */
+    secret: string | null;
+    /** The key wrapped under the key-encryption key (`wrapSealingKey`); null until wrapped. */
+    wrapped: string | null;
+    created_at: number;
+  };
   sign_in_codes: {
     id: string;
     email: string;
@@ -32,10 +40,13 @@ export interface IdentityDatabase {
     last_seen_at: number;
     expires_at: number;
   };
+  remembered_browsers: { browser_hash: string; email: string; expires_at: number };
   device_codes: {
     device_hash: string;
     user_code: string;
     client_name: string;
+    /** Where the login was started (null for logins started before this was recorded). */
+    client_address: string | null;
     status: "pending" | "approved" | "denied" | "consumed";
     account_id: string | null;
     created_at: number;

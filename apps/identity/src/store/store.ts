@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { createPreparedQuery, type OpenedDatabase } from "@agentpass/db";
+import { createPreparedQuery, createPreparedRows, type OpenedDatabase } from "@agentpass/db";
+import { type Kysely, sql } from "kysely";
 import { type ChangeCheck, createReadCaches } from "./cached-read.ts";
 import type { IdentityDatabase } from "./schema.ts";
 
@@ -47,6 +48,18 @@ export interface TokenOwner {
 
 export type KeyTableName = "user_keys" | "partner_keys";
 
+/** A row of `sealing_keys`: wrapped, or in clear as releases before migration 0005 kept it. */
+export interface StoredSealingKey {
+  id: string;
+  /** base64, or null once wrapped. */
+  secret: string | null;
+  wrapped: string | null;
+  createdAt: number;
+}
+
+/** PostgreSQL advisory lock taken by every write of `sealing_keys` (an arbitrary constant). */
+const SEALING_KEYS_LOCK = 7_413_926_051;
+
 /**
  * The identity service's whole storage boundary: plain data in, plain data out. It runs
  * unchanged on SQLite and PostgreSQL. The reads of the verify and mint paths are prepared
@@ -57,7 +70,8 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
   const ownerColumn = (table: KeyTableName) =>
     table === "user_keys" ? ("account_id" as const) : ("partner_id" as const);
   type KeyByHash = { id: string; ownerId: string; revokedAt: number | null };
-  const caches = createReadCaches(keyChangeCheck(database));
+  let keysChanged: (() => Promise<void>) | undefined;
+  const caches = createReadCaches(keyChangeCheck(database), async () => keysChanged?.());
   const keyByHash = {
     user_keys: caches.cached(
       createPreparedQuery<KeyByHash>(
@@ -78,6 +92,25 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       'SELECT a.id AS "accountId", a.email, k.revoked_at AS "revokedAt" FROM user_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?',
     ),
   );
+  const sealingKeys = createPreparedRows<StoredSealingKey>(
+    database,
+    'SELECT id, secret, wrapped, created_at AS "createdAt" FROM sealing_keys ORDER BY created_at DESC, id DESC',
+  );
+
+  /**
+   * Runs a write of `sealing_keys`. SQLite runs each statement as a transaction of its own, and
+   * one statement is atomic, so `write` is one statement there (a transaction held across awaits
+   * would let another connection of this process wait on the lock and block the thread). On
+   * PostgreSQL, whose reads under READ COMMITTED do not see a write in flight, writers take one
+   * advisory lock: two instances starting together on an empty database make one key.
+   */
+  async function writeSealingKeys<T>(write: (db: Kysely<IdentityDatabase>) => Promise<T>) {
+    if (database.engine === "sqlite") return write(db);
+    return db.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(${SEALING_KEYS_LOCK})`.execute(trx);
+      return write(trx);
+    });
+  }
 
   return {
     db,
@@ -263,21 +296,88 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       await db.deleteFrom("accounts").where("id", "=", accountId).execute();
     },
 
-    async listSealingKeys(): Promise<{ id: string; secret: string; createdAt: number }[]> {
-      return db
-        .selectFrom("sealing_keys")
-        .select(["id", "secret", "created_at as createdAt"])
-        .orderBy("created_at", "desc")
-        .execute();
+    /**
+     * Runs `reload` inside the change check of `beginHotRead` whenever the database may have
+     * changed, before the requests that awaited the check go on: the sealing keys are re-read.
+     */
+    onKeysChanged(reload: () => Promise<void>): void {
+      keysChanged = reload;
     },
 
-    /** Adds a sealing key unless one exists already (another process may have won the race). */
-    async insertSealingKey(key: { id: string; secret: string; createdAt: number }): Promise<void> {
-      await db
-        .insertInto("sealing_keys")
-        .values({ id: key.id, secret: key.secret, created_at: key.createdAt })
-        .onConflict((oc) => oc.column("id").doNothing())
-        .execute();
+    /** Every sealing key, newest first (the one that seals). A few rows. */
+    async listSealingKeys(): Promise<StoredSealingKey[]> {
+      return (await sealingKeys()).map((row) => ({ ...row }));
+    },
+
+    /**
+     * Adds a sealing key, newer than every other whatever the clocks say, only if the keys are
+     * as the caller last read them: with `newest` null, only into an empty table (processes
+     * starting together make one key); else only while the newest key is still wrapped as read
+     * (a rewrap in between would leave the new key under the old secret). False: nothing added.
+     */
+    async addSealingKey(
+      key: { id: string; wrapped: string; createdAt: number },
+      newest: { id: string; wrapped: string } | null,
+    ): Promise<boolean> {
+      const asRead = newest
+        ? sql`sum(CASE WHEN id = ${newest.id} AND wrapped = ${newest.wrapped} THEN 1 ELSE 0 END) = 1`
+        : sql`count(*) = 0`;
+      const added = await writeSealingKeys((trx) =>
+        sql`INSERT INTO sealing_keys (id, wrapped, created_at)
+          SELECT ${key.id}, ${key.wrapped},
+            CASE WHEN max(created_at) >= ${key.createdAt} THEN max(created_at) + 1
+              ELSE ${key.createdAt} END
+          FROM sealing_keys HAVING ${asRead}`.execute(trx),
+      );
+      return Number(added.numAffectedRows ?? 0) === 1;
+    },
+
+    /** Replaces a key kept in clear by its wrapped form, unless another process did first. */
+    async wrapSealingKeyInPlace(id: string, secret: string, wrapped: string): Promise<boolean> {
+      const result = await writeSealingKeys((trx) =>
+        trx
+          .updateTable("sealing_keys")
+          .set({ secret: null, wrapped })
+          .where("id", "=", id)
+          .where("secret", "=", secret)
+          .executeTakeFirst(),
+      );
+      return result.numUpdatedRows === 1n;
+    },
+
+    /**
+     * Replaces every wrapped key at once (`rewrap`), in one transaction: only if the keys are
+     * exactly those given, each still wrapped as read (false: nothing changed).
+     */
+    async rewrapSealingKeys(keys: { id: string; from: string; to: string }[]): Promise<boolean> {
+      const trx = await db.startTransaction().execute();
+      try {
+        // On SQLite the first statement writes, so the transaction holds the write lock from
+        // its start and what it counts below is the latest. On PostgreSQL: the writers' lock.
+        if (database.engine === "postgres") {
+          await sql`SELECT pg_advisory_xact_lock(${SEALING_KEYS_LOCK})`.execute(trx);
+        }
+        let replaced = 0;
+        for (const key of keys) {
+          const result = await trx
+            .updateTable("sealing_keys")
+            .set({ wrapped: key.to })
+            .where("id", "=", key.id)
+            .where("wrapped", "=", key.from)
+            .executeTakeFirst();
+          replaced += Number(result.numUpdatedRows);
+        }
+        const { count } = await trx
+          .selectFrom("sealing_keys")
+          .select((eb) => eb.fn.countAll<number | string>().as("count"))
+          .executeTakeFirstOrThrow();
+        const exact = replaced === keys.length && Number(count) === keys.length;
+        await (exact ? trx.commit() : trx.rollback()).execute();
+        return exact;
+      } catch (error) {
+        await trx.rollback().execute();
+        throw error;
+      }
     },
   };
 }
