@@ -28,6 +28,7 @@ export async function startProduct(
   const identity = await startServer(identityService, {
     port: identityConfig.config.port,
     host: identityConfig.config.host,
+    maxConnections: identityConfig.config.maxConnections,
   });
   try {
     const notesPort = env.NOTES_PORT ?? "4001";

@@ -225,7 +225,11 @@ async function readNewSecret(): Promise<string> {
 
 async function serveForever(config: Parameters<typeof openIdentityService>[0]): Promise<void> {
   const service = await openIdentityService(config);
-  const server = await startServer(service, { port: config.port, host: config.host });
+  const server = await startServer(service, {
+    port: config.port,
+    host: config.host,
+    maxConnections: config.maxConnections,
+  });
   service.logger.info(
     { url: server.url, engine: config.databaseUrl ? "postgres" : "sqlite" },
     "identity service listening",

@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { chmodSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -84,6 +84,8 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
   mkdirSync(options.dataDir, { recursive: true });
   const file = join(options.dataDir, options.fileName);
   const sqlite = new DatabaseSync(file, { timeout: BUSY_TIMEOUT_MS });
+  // The file holds hashes and wrapped keys: only the service's own user reads it.
+  chmodSync(file, 0o600);
   // WAL lets the admin CLI write while the server reads; NORMAL sync in WAL mode is durable
   // across process crashes (only an OS crash can lose the last transactions).
   sqlite.exec("PRAGMA journal_mode = WAL");
