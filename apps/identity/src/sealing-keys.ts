@@ -214,19 +214,19 @@ function createRing(
 ): SealingKeyRing & { entries(): readonly RingEntry[]; install(entries: RingEntry[]): void } {
   let entries: RingEntry[] = [];
   let byId = new Map<string, SealingKey>();
-  let opened = new Map<string, SessionClaims>();
+  let opened = new Map<string, SessionClaims | null>();
   const ring = {
     get current(): SealingKey {
       return (entries[0] as RingEntry).key;
     },
     open(token: string): SessionClaims | null {
       const known = opened.get(token);
-      if (known) return known;
+      if (known !== undefined) return known;
+      // Tokens that do not open are remembered too: a forged token sent again is refused as
+      // fast as a real one, so the time of a refusal does not tell which it was.
       const claims = openSessionToken(byId, token);
-      if (claims) {
-        if (opened.size >= MAX_OPENED) opened = new Map();
-        opened.set(token, claims);
-      }
+      if (opened.size >= MAX_OPENED) opened = new Map();
+      opened.set(token, claims);
       return claims;
     },
     list: () =>

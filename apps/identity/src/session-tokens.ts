@@ -75,13 +75,14 @@ export async function verifySessionToken(
 
   ctx.keyUsage.record("partner_keys", partner.id, now);
   const claims = ctx.sealingKeys.open(sessionToken);
-  const owner =
-    claims &&
+  // The owner is read whatever the token's fault, so every refusal does the same work: its time
+  // does not tell a forged token from a real one that is expired, revoked or bound elsewhere.
+  const owner = await ctx.store.findTokenOwner(claims?.userKeyId ?? NO_KEY);
+  const valid =
+    claims !== null &&
     isCurrent(ctx, claims, now) &&
-    (claims.audience === null || claims.audience === partnerId)
-      ? await ctx.store.findTokenOwner(claims.userKeyId)
-      : undefined;
-  if (!claims || !owner || owner.revokedAt !== null || owner.accountId !== claims.accountId) {
+    (claims.audience === null || claims.audience === partnerId);
+  if (!valid || !owner || owner.revokedAt !== null || owner.accountId !== claims.accountId) {
     ctx.usage.record(partnerId, "invalid_token", now);
     return { ok: false, code: "INVALID_SESSION_TOKEN", partnerKeyId: partner.id };
   }
@@ -105,5 +106,8 @@ function isCurrent(ctx: IdentityContext, claims: SessionClaims, now: number): bo
 function isUuid(value: unknown): value is string {
   return typeof value === "string" && UUID.test(value);
 }
+
+/** The user key id looked up for a token that does not open: no key has it. */
+const NO_KEY = "00000000-0000-0000-0000-000000000000";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
