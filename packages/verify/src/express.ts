@@ -7,6 +7,17 @@ export interface AgentPassRequest {
   agentpassEmail?: string;
 }
 
+// With Express's own types installed, `req.agentpassEmail` is typed in every handler after the
+// middleware (under `tsc --strict`); without them this only declares an empty namespace.
+declare global {
+  namespace Express {
+    interface Request {
+      /** The verified email of the person whose agent sent the request, set by `agentPassAuth`. */
+      agentpassEmail?: string;
+    }
+  }
+}
+
 /** The parts of a Node response the middleware writes. */
 export interface AgentPassResponse {
   statusCode: number;
