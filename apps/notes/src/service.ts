@@ -1,6 +1,6 @@
 import { openDatabase } from "@agentpass/db";
 import type { FastPath } from "@agentpass/http";
-import { createVerifier, MAX_CACHE_TTL_MS, type Verifier } from "@agentpass/verify";
+import { createVerifier, MAX_CACHE_TTL_MS, NETWORK_ERROR, type Verifier } from "@agentpass/verify";
 import type { Hono } from "hono";
 import pino, { type Logger } from "pino";
 import { createNotesApp } from "./app.ts";
@@ -18,6 +18,11 @@ import { createNotesStore } from "./store/store.ts";
 export const VERIFY_CACHE_MS = MAX_CACHE_TTL_MS;
 /** The SQLite page cache of the notes database (ignored on PostgreSQL). */
 export const NOTES_CACHE_MB = 64;
+
+/** Without a partner key nobody can be verified: every authenticated call answers 503. */
+const WITHOUT_PARTNER_KEY: Verifier = {
+  verify: async () => ({ ok: false, error: NETWORK_ERROR, status: 0 }),
+};
 
 export interface NotesService {
   app: Hono<NotesEnv>;
@@ -51,17 +56,20 @@ export async function openNotesService(
     }
     const clock = options.clock ?? Date.now;
     const ctx: NotesContext = {
-      store: createNotesStore(database),
+      store: createNotesStore(database, config.limits),
       clock,
       verifier:
         options.verifier ??
-        createVerifier({
-          partnerKey: config.partnerKey ?? "",
-          apiUrl: config.agentpassUrl,
-          timeoutMs: config.agentpassTimeoutMs,
-          cacheTtlMs: VERIFY_CACHE_MS,
-          now: clock,
-        }),
+        (config.partnerKey
+          ? createVerifier({
+              partnerKey: config.partnerKey,
+              apiUrl: config.agentpassUrl,
+              timeoutMs: config.agentpassTimeoutMs,
+              cacheTtlMs: VERIFY_CACHE_MS,
+              now: clock,
+              onError: (fault) => logger.error({ code: fault.code }, fault.message),
+            })
+          : WITHOUT_PARTNER_KEY),
     };
     const app = createNotesApp(ctx, { logger, publicUrl: config.publicUrl });
     const fastPath = createListFastPath(ctx, logger);

@@ -3,9 +3,9 @@ import { DEFAULT_TIMEOUT_MS, type VerifyResult } from "./result.ts";
 import { checkArguments, verifyEndpoint } from "./verify.ts";
 
 export interface VerifierOptions {
-  /** Your partner key (`apk_…`). */
-  partnerKey: string;
-  /** The AgentPass URL; defaults to the public service. */
+  /** Your partner key (`apk_…`); defaults to the `AGENTPASS_PARTNER_KEY` environment variable. */
+  partnerKey?: string;
+  /** The AgentPass URL; defaults to `AGENTPASS_URL`, else the public service. */
   apiUrl?: string;
   /** Per-call time limit; past it the result is the network error. Default 5000. */
   timeoutMs?: number;
@@ -21,6 +21,18 @@ export interface VerifierOptions {
   now?: () => number;
   /** A fetch implementation, for runtimes or tests that need another. */
   fetch?: typeof fetch;
+  /**
+   * Hears of a fault of your own setup, once until a verification succeeds again: your partner
+   * key was refused (`partner_key_invalid`) or revoked (`partner_key_revoked`). Your users see
+   * 503s meanwhile; this tells you why. Default: one line on `console.error`.
+   */
+  onError?: (fault: VerifierFault) => void;
+}
+
+/** A fault of the partner's own setup, as `onError` hears of it. */
+export interface VerifierFault {
+  code: "partner_key_invalid" | "partner_key_revoked";
+  message: string;
 }
 
 export interface Verifier {
@@ -45,8 +57,24 @@ export const MAX_CACHE_TTL_MS = 5_000;
  * const agentpass = createVerifier({ partnerKey: process.env.AGENTPASS_PARTNER_KEY!, cacheTtlMs: 5_000 });
  * const result = await agentpass.verify(request.headers.get("x-session-token"));
  */
-export function createVerifier(options: VerifierOptions): Verifier {
-  const endpoint = verifyEndpoint(options.apiUrl);
+export function createVerifier(options: VerifierOptions = {}): Verifier {
+  const partnerKey = options.partnerKey ?? environment("AGENTPASS_PARTNER_KEY");
+  const apiUrl = options.apiUrl ?? environment("AGENTPASS_URL");
+  // A setup that cannot work is refused here, at start-up, not as a 503 on every request.
+  if (!partnerKey) {
+    throw new TypeError(
+      "@agentpass/verify: no partner key: pass partnerKey or set AGENTPASS_PARTNER_KEY",
+    );
+  }
+  if (!partnerKey.startsWith("apk_")) {
+    throw new TypeError("@agentpass/verify: partnerKey is not a partner key (apk_…)");
+  }
+  const endpoint = verifyEndpoint(apiUrl);
+  if (endpoint === null) {
+    throw new TypeError(`@agentpass/verify: apiUrl is not an http(s) URL: ${String(apiUrl)}`);
+  }
+  const onError = options.onError ?? reportOnConsole;
+  let reported: VerifierFault["code"] | undefined;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const cacheTtlMs = Math.min(MAX_CACHE_TTL_MS, Math.max(0, options.cacheTtlMs ?? 0));
   const now = options.now ?? Date.now;
@@ -56,7 +84,7 @@ export function createVerifier(options: VerifierOptions): Verifier {
 
   return {
     async verify(sessionToken) {
-      const invalid = checkArguments(options.partnerKey, sessionToken, endpoint);
+      const invalid = checkArguments(partnerKey, sessionToken, endpoint);
       if (invalid) return invalid;
       const token = sessionToken as string;
       const key = cacheTtlMs > 0 ? await digest(token) : "";
@@ -66,12 +94,15 @@ export function createVerifier(options: VerifierOptions): Verifier {
         if (hit) cache.delete(key);
       }
       const result = await callVerify({
-        endpoint: endpoint as string,
-        partnerKey: options.partnerKey,
+        endpoint,
+        partnerKey,
         sessionToken: token,
         timeoutMs,
         fetch: fetchImpl,
       });
+      const fault = faultOf(result);
+      if (fault && fault.code !== reported) onError(fault);
+      if (fault || result.ok) reported = fault?.code;
       if (cacheTtlMs > 0 && result.ok && result.expiresAt) {
         const until = Math.min(now() + cacheTtlMs, result.expiresAt.getTime());
         if (until > now()) {
@@ -101,4 +132,35 @@ async function digest(token: string): Promise<string> {
   let hex = "";
   for (const byte of new Uint8Array(bytes)) hex += byte.toString(16).padStart(2, "0");
   return hex;
+}
+
+function environment(name: string): string | undefined {
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process
+    ?.env;
+  return env?.[name] || undefined;
+}
+
+/** Whether a result says the partner's own key is at fault. */
+function faultOf(result: VerifyResult): VerifierFault | null {
+  if (result.ok) return null;
+  if (result.status === 403) {
+    return { code: "partner_key_revoked", message: "AgentPass: your partner key has been revoked" };
+  }
+  if (result.status === 401 && /partner key/i.test(result.error)) {
+    return { code: "partner_key_invalid", message: "AgentPass: your partner key is not valid" };
+  }
+  return null;
+}
+
+function reportOnConsole(fault: VerifierFault): void {
+  console.error(
+    `${fault.message} (${fault.code}); every request will answer 503 until it is fixed`,
+  );
+}
+
+/** A verifier as given to a middleware, or one made from options (refusing a broken setup). */
+export function toVerifier(given: Verifier | VerifierOptions): Verifier {
+  return "verify" in given && typeof given.verify === "function"
+    ? (given as Verifier)
+    : createVerifier(given as VerifierOptions);
 }

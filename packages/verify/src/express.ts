@@ -1,5 +1,5 @@
 import { authenticate, RETRY_AFTER_SECONDS, SESSION_TOKEN_HEADER } from "./authenticate.ts";
-import type { Verifier } from "./create-verifier.ts";
+import { toVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
 
 /** The parts of a Node request the middleware reads and sets (Express and Connect alike). */
 export interface AgentPassRequest {
@@ -35,7 +35,8 @@ export interface AgentPassResponse {
  * app.use("/api", agentPassAuth(createVerifier({ partnerKey: process.env.AGENTPASS_PARTNER_KEY! })));
  * app.get("/api/me", (req, res) => res.json({ email: req.agentpassEmail }));
  */
-export function agentPassAuth(verifier: Verifier) {
+export function agentPassAuth(verifierOrOptions: Verifier | VerifierOptions = {}) {
+  const verifier = toVerifier(verifierOrOptions);
   return (req: AgentPassRequest, res: AgentPassResponse, next: (error?: unknown) => void): void => {
     const header = req.headers[SESSION_TOKEN_HEADER];
     authenticate(verifier, Array.isArray(header) ? header[0] : header).then(
@@ -55,4 +56,4 @@ export function agentPassAuth(verifier: Verifier) {
   };
 }
 
-export type { Verifier };
+export type { Verifier, VerifierOptions };

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { authenticate, RETRY_AFTER_SECONDS, SESSION_TOKEN_HEADER } from "./authenticate.ts";
-import type { Verifier } from "./create-verifier.ts";
+import { toVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
 
 /** The variables the middleware sets on the Hono context. */
 export type AgentPassVariables = { agentpassEmail: string };
@@ -17,8 +17,9 @@ export type AgentPassVariables = { agentpassEmail: string };
  * app.get("/api/me", (c) => c.json({ email: c.var.agentpassEmail }));
  */
 export function agentPassAuth(
-  verifier: Verifier,
+  verifierOrOptions: Verifier | VerifierOptions = {},
 ): MiddlewareHandler<{ Variables: AgentPassVariables }> {
+  const verifier = toVerifier(verifierOrOptions);
   return async (c, next) => {
     const auth = await authenticate(verifier, c.req.header(SESSION_TOKEN_HEADER));
     if (!auth.ok) {
@@ -31,4 +32,4 @@ export function agentPassAuth(
   };
 }
 
-export type { Verifier };
+export type { Verifier, VerifierOptions };
