@@ -43,16 +43,31 @@ const options = {
   description: { type: "string" },
   listed: { type: "boolean" },
   help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
 } as const;
+
+const VERSION = "0.1.0";
 
 type Values = ReturnType<
   typeof parseArgs<{ options: typeof options; allowPositionals: true }>
 >["values"];
 
 async function main(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true });
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals: true });
+  } catch (error) {
+    throw new UsageError(parseErrorText(error as Error));
+  }
+  const { values, positionals } = parsed;
   const [group, action, argument, ...extra] = positionals;
+  if (values.version) return void console.log(VERSION);
   if (values.help || !group) return void console.log(USAGE);
+  const verbs = usageOf(group);
+  if (verbs.length === 0) throw new UsageError(`Unknown command: ${group}`);
+  if (group !== "serve" && !action) {
+    return void console.log(`agentpass-server ${group}: one of\n${verbs.join("\n")}`);
+  }
   if (extra.length > 0) throw new UsageError(`Unexpected argument: ${extra[0]}`);
   const loaded = loadConfig();
   if (!loaded.ok) throw new CommandError(loaded.error);
@@ -155,6 +170,20 @@ async function runAdminCommand(
   }
 }
 
+/** The usage lines of one command group, such as `user-keys`. */
+function usageOf(group: string): string[] {
+  return USAGE.split("\n").filter(
+    (line) =>
+      line.startsWith(`  agentpass-server ${group} `) || line === `  agentpass-server ${group}`,
+  );
+}
+
+/** Node's parser says "Unknown option '--x'. To specify a positional argument…": keep the gist. */
+function parseErrorText(error: Error): string {
+  const option = /option '([^']+)'/.exec(error.message)?.[1];
+  return option ? `Unknown option: ${option}` : (error.message.split(". ")[0] ?? error.message);
+}
+
 function print(values: Values, plain: string, object: object): void {
   console.log(values.json ? JSON.stringify(object) : plain);
 }
@@ -244,13 +273,8 @@ async function serveForever(config: Parameters<typeof openIdentityService>[0]): 
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (
-    error instanceof UsageError ||
-    (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
-  ) {
-    console.error(
-      `agentpass-server: ${(error as Error).message}\nRun agentpass-server --help for usage.`,
-    );
+  if (error instanceof UsageError) {
+    console.error(`agentpass-server: ${error.message}\n\n${USAGE}`);
     process.exit(2);
   }
   console.error(

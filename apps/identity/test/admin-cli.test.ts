@@ -121,4 +121,24 @@ describe("agentpass-server configuration", () => {
     assert.equal(result.code, 0);
     assert.match(result.stdout, /partner-keys revoke <id>/);
   });
+  it("prints its version", async () => {
+    const result = await runAdminCli(["--version"], {});
+    assert.deepEqual([result.code, result.stdout.trim()], [0, "0.1.0"]);
+  });
+  it("lists a command's verbs when it is given none", async () => {
+    const result = await runAdminCli(["user-keys"], {});
+    assert.equal(result.code, 0);
+    assert.match(result.stdout, /user-keys create <email>/);
+    assert.match(result.stdout, /user-keys revoke <id>/);
+    assert.doesNotMatch(result.stdout, /partner-keys/);
+  });
+  it("answers an unknown option or command with the usage, not the parser's words, and exit 2", async () => {
+    for (const args of [["--bogus"], ["frobnicate"], ["user-keys", "list", "--frob"]]) {
+      const result = await runAdminCli(args, {});
+      assert.equal(result.code, 2, args.join(" "));
+      assert.match(result.stderr, /^agentpass-server: Unknown (option: --\w+|command: frobnicate)\n/);
+      assert.match(result.stderr, /Usage:/);
+      assert.doesNotMatch(result.stderr, /positional argument/);
+    }
+  });
 });

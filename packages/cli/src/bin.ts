@@ -66,7 +66,10 @@ async function main(argv: string[]): Promise<void> {
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true });
   } catch (error) {
-    throw new CliError(EXIT.USAGE, (error as Error).message);
+    // Node's parser text ("To specify a positional argument starting with a '-'…") helps nobody.
+    const option = /option '([^']+)'/.exec((error as Error).message)?.[1] ?? "";
+    const command = argv.find((arg) => !arg.startsWith("-")) ?? "main";
+    throw new CliError(EXIT.USAGE, `Unknown option: ${option}\n\n${HELP[command] ?? HELP.main}`);
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
@@ -74,7 +77,7 @@ async function main(argv: string[]): Promise<void> {
   if (!command || command === "help") return void console.log(HELP.main);
   const help = HELP[command];
   if (!help || command === "main") {
-    throw new CliError(EXIT.USAGE, `Unknown command: ${command}. Run: agentpass --help`);
+    throw new CliError(EXIT.USAGE, `Unknown command: ${command}\n\n${HELP.main}`);
   }
   if (values.help) return void console.log(help);
   if (rest.length > 0) throw new CliError(EXIT.USAGE, `Unexpected argument: ${rest[0]}`);

@@ -250,8 +250,14 @@ describe("agentpass CLI against a real identity service", () => {
       assert.equal(result.code, 0);
       assert.match(result.stdout, /agentpass/);
     }
-    assert.equal((await run(["frobnicate"])).code, 2);
-    assert.equal((await run(["token", "--bogus"])).code, 2);
+    const unknown = await run(["frobnicate"]);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /Unknown command: frobnicate\n\nagentpass — /);
+    const bogus = await run(["token", "--bogus"]);
+    assert.equal(bogus.code, 2);
+    assert.match(bogus.stderr, /Unknown option: --bogus\n\nagentpass token \[--fresh\]/);
+    assert.doesNotMatch(bogus.stderr, /positional argument/);
+    assert.equal((await run(["--version"])).stdout.trim(), "0.1.0");
     assert.equal((await run(["login", "apu_key-as-argument"])).code, 2);
   });
 });
