@@ -26,6 +26,8 @@ const AUTH_ERRORS = {
 };
 const NOTE_ID_ERRORS = { "400": "Invalid note id", "404": "Note not found" };
 const BODY_ERRORS = "Request body must be valid JSON | Invalid request body (with details)";
+const LIMIT_ERRORS =
+  "Note limit reached (<n> notes) | Text limit reached (<n> bytes): the per-user caps (an update is refused only when it grows the note)";
 const one = (key: string, schema: ZodType) => z.object({ [key]: schema });
 
 /** Every endpoint of the notes API: the source of GET /api, the OpenAPI document and /docs. */
@@ -49,7 +51,12 @@ export const ENDPOINTS: Endpoint[] = [
       "A page of notes and the total matching",
       z.object({ notes: z.array(NoteSchema), total: z.number().int() }),
     ],
-    errors: { "400": "Invalid query parameters (with details)", ...AUTH_ERRORS },
+    errors: {
+      "400":
+        "Invalid query parameters (with details; a search of too many, too short or too long terms too)",
+      ...AUTH_ERRORS,
+      "503": `${AUTH_ERRORS["503"]} | Search took too long (a search statement ran past its budget; retry after Retry-After, or narrow the search)`,
+    },
   },
   {
     method: "GET",
@@ -66,7 +73,12 @@ export const ENDPOINTS: Endpoint[] = [
     authenticated: true,
     body: NoteCreate,
     success: ["201", "The new note", one("note", NoteSchema)],
-    errors: { "400": BODY_ERRORS, "413": "Request body too large", ...AUTH_ERRORS },
+    errors: {
+      "400": BODY_ERRORS,
+      "409": LIMIT_ERRORS,
+      "413": "Request body too large",
+      ...AUTH_ERRORS,
+    },
   },
   {
     method: "PATCH",
@@ -79,6 +91,7 @@ export const ENDPOINTS: Endpoint[] = [
     errors: {
       ...NOTE_ID_ERRORS,
       "400": `Invalid note id | ${BODY_ERRORS}`,
+      "409": LIMIT_ERRORS,
       "413": "Request body too large",
       ...AUTH_ERRORS,
     },

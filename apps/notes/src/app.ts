@@ -6,6 +6,7 @@ import type { NotesContext, NotesEnv } from "./context.ts";
 import { requireUser } from "./routes/authenticate.ts";
 import { noteRoutes } from "./routes/notes.ts";
 import { publicRoutes } from "./routes/public.ts";
+import { answerOfRefusal } from "./routes/refusals.ts";
 import { tagRoutes } from "./routes/tags.ts";
 
 /** The notes API's HTTP interface. */
@@ -22,6 +23,7 @@ export function createNotesApp(ctx: NotesContext, options: { logger: Logger; pub
   app.route("/", noteRoutes(ctx));
   app.route("/", tagRoutes(ctx));
   app.notFound((c) => c.json({ error: "Not found" }, 404));
-  app.onError(createErrorHandler(options.logger, isDatabaseUnavailable));
+  const answerError = createErrorHandler(options.logger, isDatabaseUnavailable);
+  app.onError((error, c) => answerError(answerOfRefusal(error), c));
   return app;
 }

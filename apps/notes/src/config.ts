@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { DEFAULT_NOTES_LIMITS, type NotesLimits } from "./store/limits.ts";
 
 /** Every setting of the notes API; nothing else reads the environment. */
 const ConfigSchema = z.object({
@@ -25,6 +26,34 @@ const ConfigSchema = z.object({
     .min(0)
     .max(64)
     .default(Math.min(4, availableParallelism())),
+  /**
+   * How long one search statement may run before the search is answered 503 `Search took too
+   * long` (store/search-reader.ts). At most the 2 s every PostgreSQL statement has
+   * (`DEFAULT_DEADLINE_MS` of `@agentpass/db`), which would answer it 503 `Service unavailable`.
+   */
+  SEARCH_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(2000)
+    .default(DEFAULT_NOTES_LIMITS.searchTimeoutMs),
+  /** Notes a user may keep; a create past it is refused 409. */
+  MAX_NOTES_PER_USER: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .default(DEFAULT_NOTES_LIMITS.maxNotesPerUser),
+  /**
+   * UTF-8 bytes of title, contentText and content (as stored) a user may keep across their
+   * notes; a create, or an update that grows a note, past it is refused 409.
+   */
+  MAX_TEXT_BYTES_PER_USER: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .default(DEFAULT_NOTES_LIMITS.maxTextBytesPerUser),
   PUBLIC_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -38,6 +67,7 @@ export interface NotesConfig {
   partnerKey: string | undefined;
   agentpassTimeoutMs: number;
   readerThreads: number;
+  limits: NotesLimits;
   publicUrl: string;
   logLevel: z.infer<typeof ConfigSchema>["LOG_LEVEL"];
 }
@@ -67,6 +97,11 @@ export function loadNotesConfig(
       partnerKey: v.AGENTPASS_PARTNER_KEY,
       agentpassTimeoutMs: v.AGENTPASS_TIMEOUT_MS,
       readerThreads: v.READER_THREADS,
+      limits: {
+        searchTimeoutMs: v.SEARCH_TIMEOUT_MS,
+        maxNotesPerUser: v.MAX_NOTES_PER_USER,
+        maxTextBytesPerUser: v.MAX_TEXT_BYTES_PER_USER,
+      },
       publicUrl: (v.PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/+$/, ""),
       logLevel: v.LOG_LEVEL,
     },

@@ -12,6 +12,7 @@ import type { NotesContext } from "./context.ts";
 import { listedPageJson, listingPageJson } from "./presenters.ts";
 import { parseQuery } from "./request.ts";
 import { authenticatedEmail, localUser } from "./routes/authenticate.ts";
+import { answerOfRefusal } from "./routes/refusals.ts";
 import { NoteListQuery } from "./schemas.ts";
 import { searchTerms } from "./store/search.ts";
 
@@ -54,7 +55,12 @@ export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath 
         (json) => writeJsonText(response, 200, json, undefined),
         (error: unknown) => {
           const path = LIST_PATH;
-          const answer = answerError(error, logger, { method: "GET", path }, isDatabaseUnavailable);
+          const answer = answerError(
+            answerOfRefusal(error),
+            logger,
+            { method: "GET", path },
+            isDatabaseUnavailable,
+          );
           writeJson(response, answer.status, answer.body, answer.headers);
         },
       );

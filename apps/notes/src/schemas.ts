@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SEARCH_LIMITS, searchLimitProblem, searchTerms } from "./store/search.ts";
 
 /**
  * Text a person can store: no NUL characters (PostgreSQL cannot hold them) and no lone
@@ -58,8 +59,14 @@ export const NotePatch = NoteCreate.partial().describe(
 export const NoteListQuery = z.object({
   search: storableText
     .max(1000)
+    .check((ctx) => {
+      const problem = searchLimitProblem(searchTerms(ctx.value));
+      if (problem) ctx.issues.push({ code: "custom", message: problem, input: ctx.value });
+    })
     .optional()
-    .describe("Every term must occur in title or contentText"),
+    .describe(
+      `Every term must occur in title or contentText; at most ${SEARCH_LIMITS.terms} terms, ${SEARCH_LIMITS.shortTerms} of them shorter than 3 characters, each at most ${SEARCH_LIMITS.termLength} characters and repeating no 3 characters more than ${SEARCH_LIMITS.trigramRepeats} times`,
+    ),
   tagId: Uuid.optional().describe("Only notes carrying this tag"),
   limit: z.coerce.number().int().min(1).max(500).default(100),
   offset: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),

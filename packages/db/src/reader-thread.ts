@@ -4,7 +4,14 @@
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { parentPort, workerData } from "node:worker_threads";
-import type { ReaderJob, ReaderReply, ReaderThreadOptions } from "./reader-pool.ts";
+import {
+  DEADLINE_FUNCTION,
+  READY,
+  type ReaderJob,
+  type ReaderReply,
+  type ReaderThreadOptions,
+  readTimeoutError,
+} from "./reader-pool.ts";
 
 /** Statements remembered per thread; past this many the memory is cleared and starts again. */
 const MAX_STATEMENTS = 100;
@@ -14,6 +21,16 @@ const options = workerData as ReaderThreadOptions;
 const sqlite = new DatabaseSync(options.file, { readOnly: true, timeout: options.timeoutMs });
 if (options.cacheMb) sqlite.exec(`PRAGMA cache_size = -${Math.trunc(options.cacheMb * 1024)}`);
 const statements = new Map<string, StatementSync>();
+
+/** The deadline of the read running now (`performance.now()` time); none between reads. */
+let deadline = Number.POSITIVE_INFINITY;
+let budgetMs = 0;
+// node:sqlite has no interrupt: a statement that calls this on each row it scans stops itself
+// at the first row past its deadline (`ReadOptions`).
+sqlite.function(DEADLINE_FUNCTION, () => {
+  if (performance.now() > deadline) throw readTimeoutError(budgetMs);
+  return 1;
+});
 
 function statementOf(sql: string): StatementSync {
   let statement = statements.get(sql);
@@ -26,8 +43,10 @@ function statementOf(sql: string): StatementSync {
   return statement;
 }
 
-parentPort?.on("message", ({ id, sql, params }: ReaderJob) => {
+parentPort?.on("message", ({ id, sql, params, timeoutMs }: ReaderJob) => {
   let reply: ReaderReply;
+  budgetMs = timeoutMs ?? 0;
+  deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : performance.now() + timeoutMs;
   try {
     reply = { id, rows: statementOf(sql).all(...params) as unknown as unknown[][] };
   } catch (caught) {
@@ -41,6 +60,9 @@ parentPort?.on("message", ({ id, sql, params }: ReaderJob) => {
         errstr: error.errstr,
       },
     };
+  } finally {
+    deadline = Number.POSITIVE_INFINITY;
   }
   parentPort?.postMessage(reply);
 });
+parentPort?.postMessage(READY satisfies ReaderReply);

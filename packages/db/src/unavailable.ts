@@ -1,8 +1,11 @@
+import { READ_TIMEOUT_CODE } from "./reader-pool.ts";
+
 // Network failures on the way to the database, and PostgreSQL's "not now" answers: class 08
 // (connection exception), 57P01–57P03 (shutting down, cannot connect now), 53300 (too many
-// connections), 57014 (a statement cancelled at its deadline, `statement_timeout`).
+// connections), 57014 (a statement cancelled at its deadline, `statement_timeout`); and a SQLite
+// read stopped at its deadline on a reader thread (`READ_TIMEOUT_CODE`, reader-pool.ts).
 const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH"]);
-const SERVER_CODES = new Set(["57P01", "57P02", "57P03", "53300", "57014"]);
+const SERVER_CODES = new Set(["57P01", "57P02", "57P03", "53300", "57014", READ_TIMEOUT_CODE]);
 // node-postgres reports a dropped connection, a pool checkout past its deadline and a query
 // the server never answered by message only.
 const PG_MESSAGES =

@@ -5,7 +5,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { openDatabase } from "../src/index.ts";
-import { createReaderPool } from "../src/reader-pool.ts";
+import { createReaderPool, GIVE_UP_AFTER_MS, READ_TIMEOUT_CODE } from "../src/reader-pool.ts";
+
+/** A statement that counts to `n` one row at a time (~10 M rows a second). */
+const countTo = (n: number, check = "") =>
+  `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ${n}${check})
+   SELECT count(*) FROM c`;
+
+function isReadTimeout(error: Error) {
+  assert.equal((error as Error & { code?: string }).code, READ_TIMEOUT_CODE);
+  assert.match(error.message, /ran past its deadline/);
+  return true;
+}
 
 describe("reader threads (SQLite)", () => {
   let dataDir: string;
@@ -22,6 +33,21 @@ describe("reader threads (SQLite)", () => {
     await database.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
+
+  /** Runs `test` with a pool of one thread on the test database, closed after. */
+  async function withOneThread(test: (pool: ReturnType<typeof createReaderPool>) => Promise<void>) {
+    const pool = createReaderPool({
+      file: join(dataDir, "test.sqlite"),
+      threads: 1,
+      cacheMb: undefined,
+      timeoutMs: 1000,
+    });
+    try {
+      await test(pool);
+    } finally {
+      await pool.close();
+    }
+  }
 
   it("reads rows as arrays of their columns, parameters bound in order", async () => {
     database.sqlite?.exec(
@@ -106,6 +132,53 @@ describe("reader threads (SQLite)", () => {
       Array(6).fill("rejected"),
     );
     await assert.rejects(pool.all("SELECT 1", []), /the database is closed/);
+  });
+
+  it("stops a read that checks within_deadline() on each row at its deadline, and serves the reads behind it", async () => {
+    await withOneThread(async (pool) => {
+      const start = performance.now();
+      const late = pool.all(countTo(100_000_000, " AND within_deadline()"), [], { timeoutMs: 150 });
+      const behind = pool.all("SELECT count(*) FROM items", []);
+      await assert.rejects(late, isReadTimeout);
+      assert.ok(performance.now() - start < 2_000);
+      assert.deepEqual(await behind, [[53]]);
+      // Without a deadline, the function never stops a read.
+      assert.deepEqual(await pool.all(countTo(100_000, " AND within_deadline()"), []), [[100_000]]);
+    });
+  });
+
+  it("gives up at its deadline on a read it cannot interrupt, and re-runs the reads queued behind it on a fresh thread", async () => {
+    await withOneThread(async (pool) => {
+      const start = performance.now();
+      // Nothing in it calls into JavaScript: it runs to its end (seconds) whatever happens.
+      const stuck = pool.all(countTo(20_000_000), [], { timeoutMs: 100 });
+      const stuckAt = stuck.then(
+        () => performance.now() - start,
+        () => performance.now() - start,
+      );
+      // Both wait on the same, only thread.
+      const behind = [
+        pool.all("SELECT count(*) FROM items", []),
+        pool.all("SELECT name FROM items WHERE id = ?", [1]),
+      ];
+      await assert.rejects(stuck, isReadTimeout);
+      assert.ok((await stuckAt) >= 100 + GIVE_UP_AFTER_MS - 20);
+      assert.ok((await stuckAt) < 1_000, `given up after ${await stuckAt} ms`);
+      assert.deepEqual(await Promise.all(behind), [[[53]], [["one"]]]);
+      assert.ok(performance.now() - start < 1_500, "the reads behind did not wait for it");
+      assert.deepEqual(await pool.all("SELECT count(*) FROM items", []), [[53]]);
+    });
+  });
+
+  it("counts a read's deadline from when its thread starts it, not while it waits", async () => {
+    await withOneThread(async (pool) => {
+      // The first runs ~1 s with no deadline; the second waits for it on the same thread, then
+      // runs well within its own 300 ms.
+      const first = pool.all(countTo(10_000_000), []);
+      const second = pool.all(countTo(300_000), [], { timeoutMs: 300 });
+      assert.deepEqual(await first, [[10_000_000]]);
+      assert.deepEqual(await second, [[300_000]]);
+    });
   });
 
   it("does not keep the process alive once its reads are done", () => {

@@ -4,6 +4,7 @@ export {
   createVerifier,
   MAX_CACHE_TTL_MS,
   type Verifier,
+  type VerifierFault,
   type VerifierOptions,
 } from "./create-verifier.ts";
 export { DEFAULT_API_URL, NETWORK_ERROR, type VerifyResult } from "./result.ts";

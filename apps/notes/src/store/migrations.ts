@@ -201,7 +201,69 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
         }
       },
     },
+    "0007_text_bytes": {
+      // Each user's text, in UTF-8 bytes of title, content and content_text over all their
+      // notes, kept beside the note counter by the same triggers (one UPDATE of the user a
+      // create or delete, as before), so the store can hold a user to a text cap (store.ts,
+      // `refuseOverCaps`) inside the transaction of the write, without adding up their notes.
+      // An update changes it only when a note's size changes.
+      async up(db: AnyDb) {
+        await sql`ALTER TABLE users ADD COLUMN text_bytes bigint NOT NULL DEFAULT 0`.execute(db);
+        await sql`UPDATE users SET text_bytes = coalesce((
+          SELECT sum(${noteBytesOf("notes")}) FROM notes WHERE notes.user_id = users.id
+        ), 0)`.execute(db);
+        if (engine === "sqlite") await createSqliteUserCounters(db);
+        else await createPostgresUserCounters(db);
+      },
+    },
   };
+}
+
+/** The bytes a note's row `row` counts toward its user's text (`text_bytes`). */
+function noteBytesOf(row: string) {
+  return sql.raw(
+    `(octet_length(${row}.title) + octet_length(${row}.content) + octet_length(${row}.content_text))`,
+  );
+}
+
+async function createSqliteUserCounters(db: AnyDb): Promise<void> {
+  await sql`DROP TRIGGER notes_count_insert`.execute(db);
+  await sql`DROP TRIGGER notes_count_delete`.execute(db);
+  await sql`CREATE TRIGGER notes_count_insert AFTER INSERT ON notes BEGIN
+    UPDATE users SET note_count = note_count + 1, text_bytes = text_bytes + ${noteBytesOf("new")}
+    WHERE id = new.user_id;
+  END`.execute(db);
+  await sql`CREATE TRIGGER notes_count_delete AFTER DELETE ON notes BEGIN
+    UPDATE users SET note_count = note_count - 1, text_bytes = text_bytes - ${noteBytesOf("old")}
+    WHERE id = old.user_id;
+  END`.execute(db);
+  await sql`CREATE TRIGGER notes_count_update AFTER UPDATE OF title, content, content_text ON notes
+    WHEN ${noteBytesOf("new")} != ${noteBytesOf("old")}
+    BEGIN
+      UPDATE users SET text_bytes = text_bytes + ${noteBytesOf("new")} - ${noteBytesOf("old")}
+      WHERE id = new.user_id;
+    END`.execute(db);
+}
+
+async function createPostgresUserCounters(db: AnyDb): Promise<void> {
+  await sql`CREATE OR REPLACE FUNCTION notes_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_OP = 'INSERT' THEN
+        UPDATE users SET note_count = note_count + 1, text_bytes = text_bytes + ${noteBytesOf("NEW")}
+        WHERE id = NEW.user_id;
+      ELSIF TG_OP = 'DELETE' THEN
+        UPDATE users SET note_count = note_count - 1, text_bytes = text_bytes - ${noteBytesOf("OLD")}
+        WHERE id = OLD.user_id;
+      ELSE
+        UPDATE users SET text_bytes = text_bytes + ${noteBytesOf("NEW")} - ${noteBytesOf("OLD")}
+        WHERE id = NEW.user_id;
+      END IF;
+      RETURN NULL;
+    END $$`.execute(db);
+  await sql`CREATE TRIGGER notes_count_update AFTER UPDATE OF title, content, content_text ON notes
+    FOR EACH ROW
+    WHEN (${noteBytesOf("NEW")} IS DISTINCT FROM ${noteBytesOf("OLD")})
+    EXECUTE FUNCTION notes_count()`.execute(db);
 }
 
 async function createSqliteNoteCount(db: AnyDb): Promise<void> {

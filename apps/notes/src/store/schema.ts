@@ -7,6 +7,11 @@ export interface NotesDatabase {
     created_at: number;
     note_count: Generated<number>;
     /**
+     * UTF-8 bytes of the title, content and content_text of all the user's notes, kept by
+     * triggers (migrations.ts, "0007_text_bytes") for the user's text cap.
+     */
+    text_bytes: Generated<number>;
+    /**
      * SQLite only: the user's number, whose range `number << 32` to `number << 32 | 0xFFFFFFFF`
      * holds the `seq` of each of their notes (migrations.ts, "0004_user_ranges").
      */

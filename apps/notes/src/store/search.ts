@@ -4,9 +4,59 @@ import { type RawBuilder, sql } from "kysely";
 /** A trigram index can serve a term of at least this many characters. */
 const MIN_INDEXED_LENGTH = 3;
 
+/**
+ * What a search may ask, so its work stays bounded: each term is one more condition on every
+ * candidate note; each term shorter than `MIN_INDEXED_LENGTH` is a LIKE over the whole text of
+ * every note the other terms leave (of all the user's notes, when they are all short); the work
+ * of matching a term grows with its length; and a term that repeats a trigram makes that work
+ * grow with the product of the text and the repeats: SQLite's FTS5 checks a phrase by walking
+ * the positions of each of its trigrams, once per place the trigram takes in the phrase, inside
+ * one step that nothing can interrupt (64 letters `a…ab` over a note of nothing but `a` walk
+ * every position of the note 62 times). With each trigram at most `trigramRepeats` times in a
+ * term, a phrase costs at most that many walks of the note's positions, linear in its text.
+ */
+export const SEARCH_LIMITS = { terms: 10, shortTerms: 3, termLength: 64, trigramRepeats: 3 };
+
+/**
+ * SQLite: the SQL function that fails a read once its deadline has passed, on the reader threads
+ * (`DEADLINE_FUNCTION` of `@agentpass/db`'s reader-pool.ts) and on the service's own connection
+ * (search-reader.ts).
+ */
+export const DEADLINE_FUNCTION = "within_deadline";
+
 /** Splits a search string into its terms: whitespace-separated, empty ones dropped. */
 export function searchTerms(search: string | undefined): string[] {
   return search?.split(/\s+/u).filter((term) => term !== "") ?? [];
+}
+
+/** Why `terms` ask more than a search may (`SEARCH_LIMITS`), as a validation message; else undefined. */
+export function searchLimitProblem(terms: string[]): string | undefined {
+  if (terms.length > SEARCH_LIMITS.terms) return `must have at most ${SEARCH_LIMITS.terms} terms`;
+  const lengths = terms.map((term) => [...term].length);
+  if (lengths.filter((length) => length < MIN_INDEXED_LENGTH).length > SEARCH_LIMITS.shortTerms) {
+    return `must have at most ${SEARCH_LIMITS.shortTerms} terms shorter than ${MIN_INDEXED_LENGTH} characters`;
+  }
+  if (lengths.some((length) => length > SEARCH_LIMITS.termLength)) {
+    return `must have no term longer than ${SEARCH_LIMITS.termLength} characters`;
+  }
+  if (terms.some((term) => mostRepeatedTrigram(term) > SEARCH_LIMITS.trigramRepeats)) {
+    return `must have no term repeating the same ${MIN_INDEXED_LENGTH} characters more than ${SEARCH_LIMITS.trigramRepeats} times`;
+  }
+  return undefined;
+}
+
+/** How many times the most repeated trigram of `term` occurs in it, ignoring case. */
+function mostRepeatedTrigram(term: string): number {
+  const characters = [...term.toLowerCase()];
+  const counts = new Map<string, number>();
+  let most = 0;
+  for (let at = 0; at + MIN_INDEXED_LENGTH <= characters.length; at++) {
+    const trigram = characters.slice(at, at + MIN_INDEXED_LENGTH).join("");
+    const count = (counts.get(trigram) ?? 0) + 1;
+    counts.set(trigram, count);
+    most = Math.max(most, count);
+  }
+  return most;
 }
 
 /**
@@ -14,7 +64,9 @@ export function searchTerms(search: string | undefined): string[] {
  * title or the content text", served by each engine's trigram index.
  * - SQLite: terms of 3+ characters become one FTS5 query (`match`, Unicode case-insensitive)
  *   whose matches the notes are joined to; shorter ones, which no trigram can hold, are LIKE
- *   `conditions` on the user's own rows (case-insensitive for ASCII, as SQLite's LIKE is).
+ *   `conditions` on the user's own rows (case-insensitive for ASCII, as SQLite's LIKE is),
+ *   after a `within_deadline()` on each row, so such a scan stops at its deadline
+ *   (search-reader.ts). FTS5's own work, which calls nothing per note, cannot be stopped so.
  * - PostgreSQL: one LIKE condition per term on the lowercased text, served by a pg_trgm GIN
  *   index on that expression. It means exactly ILIKE (which lowercases both sides and matches
  *   with LIKE in a multibyte encoding), but the index's rows are rechecked without lowercasing
@@ -47,6 +99,8 @@ export function searchSql(engine: Engine, terms: string[]): SearchSql | null {
     const pattern = likePattern(term);
     return sql<boolean>`(n.title LIKE ${pattern} ESCAPE '\\' OR n.content_text LIKE ${pattern} ESCAPE '\\')`;
   });
+  // First, so it runs on every row, not only those the LIKEs before it let through.
+  if (conditions.length > 0) conditions.unshift(sql<boolean>`${sql.raw(DEADLINE_FUNCTION)}()`);
   return { match, conditions };
 }
 

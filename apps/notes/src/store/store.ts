@@ -7,9 +7,11 @@ import {
   type OpenedDatabase,
 } from "@agentpass/db";
 import { type CompiledQuery, type Kysely, type RawBuilder, sql, type Transaction } from "kysely";
+import { DEFAULT_NOTES_LIMITS, type NotesLimits, noteTextBytes, refuseOverCaps } from "./limits.ts";
 import { noteListing } from "./listing.ts";
 import type { NotesDatabase } from "./schema.ts";
 import { searchSql, searchTerms } from "./search.ts";
+import { createSearchReader } from "./search-reader.ts";
 
 export interface User {
   id: string;
@@ -276,10 +278,16 @@ function newestMatchesPage(matching: RawBuilder<boolean>, userId: string, query:
 
 /**
  * The notes API's storage boundary. Every read and write names the user first: one user's
- * notes and tags can never be reached through another user's id.
+ * notes and tags can never be reached through another user's id. `limits` (defaults
+ * `DEFAULT_NOTES_LIMITS`) bound each search statement and what each user may store; a request
+ * past them is refused with a `Refusal` (limits.ts).
  */
-export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
+export function createNotesStore(
+  database: OpenedDatabase<NotesDatabase>,
+  limits: Partial<NotesLimits> = {},
+) {
   const { db, engine } = database;
+  const caps: NotesLimits = { ...DEFAULT_NOTES_LIMITS, ...limits };
   // The reads of every list, as prepared statements: the query builder's compilation cost more
   // than the statements themselves (BENCHMARKS.md, "Notes API").
   const userByEmail = createPreparedQuery<{ id: string; email: string; created_at: number }>(
@@ -326,6 +334,7 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
     return page(email, offset);
   };
   const readRows = createRowsReader(database);
+  const readSearch = createSearchReader(database, caps.searchTimeoutMs);
   const noteCount = createPreparedQuery<{ note_count: number }>(
     database,
     "SELECT note_count FROM users WHERE id = ?",
@@ -339,15 +348,19 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
     return { notes: page, total: Number(total) };
   }
 
-  /** A list with a tag or a search (`filteredListQueries`), read in one statement. */
+  /**
+   * A list with a tag or a search (`filteredListQueries`), read in one statement; a search's
+   * statements within their budget (`createSearchReader`).
+   */
   async function filteredList(userId: string, query: ListQuery): Promise<ListedPage> {
     const { page, count } = filteredListQueries(database, userId, query);
-    const rows = await readRows<PageRow>(page);
+    const read = searchTerms(query.search).length > 0 ? readSearch : readRows;
+    const rows = await read<PageRow>(page);
     if (rows.length > 0 || query.offset === 0) {
       return { notes: rows, total: Number(rows[0]?.[7] ?? 0) };
     }
     // A page past the last match has no row to carry the total.
-    const [total] = await readRows<[number]>(count());
+    const [total] = await read<[number]>(count());
     return { notes: [], total: Number(total?.[0] ?? 0) };
   }
 
@@ -418,6 +431,7 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
       return getNote(db, userId, id);
     },
 
+    /** A new note; refused (`NOTE_LIMIT`, `TEXT_LIMIT`) past the user's caps. */
     async createNote(
       userId: string,
       fields: NoteFields,
@@ -441,6 +455,7 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
             listed_json: noteListing(id, fields.title, content, fields.contentText, now, now),
           })
           .execute();
+        await refuseOverCaps(trx, caps, userId, { created: true, grew: true });
         await setNoteTags(trx, userId, id, tagIds);
         return (await getNote(trx, userId, id)) as Note;
       });
@@ -450,6 +465,7 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
      * Applies `fields` and, when given, replaces the tag set. Undefined for another's note. The
      * note is read first (locked on PostgreSQL; on SQLite the write fails if another connection
      * wrote since the read), so its stored listing is made from the fields it ends up with.
+     * Refused (`TEXT_LIMIT`) when it grows the note past the user's text cap.
      */
     async updateNote(
       userId: string,
@@ -485,6 +501,10 @@ export function createNotesStore(database: OpenedDatabase<NotesDatabase>) {
           .where("user_id", "=", userId)
           .where("id", "=", id)
           .execute();
+        const grew =
+          noteTextBytes(title, content, contentText) >
+          noteTextBytes(current.title, current.content, current.content_text);
+        if (grew) await refuseOverCaps(trx, caps, userId, { created: false, grew });
         if (tagIds) {
           await trx
             .deleteFrom("note_tags")

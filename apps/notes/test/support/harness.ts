@@ -8,9 +8,14 @@ export const START = Date.UTC(2026, 10, 23, 12);
 
 /**
  * The notes API on `engine` with its own database, talking over real HTTP to a real identity
- * service. One movable clock drives both, so token expiry and `updatedAt` are exact.
+ * service. One movable clock drives both, so token expiry and `updatedAt` are exact. `notesEnv`
+ * adds to the notes API's configuration (`loadNotesConfig`).
  */
-export async function openTestNotes(engine: Engine, identityEnv: Record<string, string> = {}) {
+export async function openTestNotes(
+  engine: Engine,
+  identityEnv: Record<string, string> = {},
+  notesEnv: Record<string, string> = {},
+) {
   let now = START;
   const clock = () => now;
   const identity = await startTestIdentityService({ clock, env: identityEnv });
@@ -25,6 +30,7 @@ export async function openTestNotes(engine: Engine, identityEnv: Record<string, 
     DATABASE_URL: database.databaseUrl,
     AGENTPASS_URL: identity.url,
     AGENTPASS_PARTNER_KEY: partnerKey.key,
+    ...notesEnv,
   });
   if (!loaded.ok) throw new Error(loaded.error);
   // The service builds its own verifier from the configuration, on the test's clock.
