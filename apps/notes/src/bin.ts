@@ -21,18 +21,35 @@ AGENTPASS_PARTNER_KEY, ...); see the README.`;
 class UsageError extends Error {}
 class CommandError extends Error {}
 
+const VERSION = "0.1.0";
+
+const options = {
+  yes: { type: "boolean" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
+} as const;
+
 async function main(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      yes: { type: "boolean" },
-      json: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options });
+  } catch (error) {
+    // Node's parser text ("To specify a positional argument starting with a '-'…") helps nobody.
+    const option = /option '([^']+)'/.exec((error as Error).message)?.[1];
+    throw new UsageError(option ? `Unknown option: ${option}` : (error as Error).message);
+  }
+  const { values, positionals } = parsed;
   const [group, action, argument, ...extra] = positionals;
+  if (values.version) return void console.log(VERSION);
   if (values.help || !group) return void console.log(USAGE);
+  if (group === "users" && !action) {
+    return void console.log(
+      USAGE.split("\n")
+        .filter((line) => line.includes(" users "))
+        .join("\n"),
+    );
+  }
   if (extra.length > 0) throw new UsageError(`Unexpected argument: ${extra[0]}`);
   const loaded = loadNotesConfig();
   if (!loaded.ok) throw new CommandError(loaded.error);
@@ -95,13 +112,8 @@ async function serve(config: NotesConfig): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (
-    error instanceof UsageError ||
-    (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
-  ) {
-    console.error(
-      `agentpass-notes: ${(error as Error).message}\nRun agentpass-notes --help for usage.`,
-    );
+  if (error instanceof UsageError) {
+    console.error(`agentpass-notes: ${error.message}\n\n${USAGE}`);
     process.exit(2);
   }
   console.error(

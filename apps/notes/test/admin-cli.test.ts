@@ -106,6 +106,16 @@ for (const engine of testEngines()) {
       assert.equal((await cli("users", "frob")).code, 2);
       assert.equal((await cli("users", "add")).code, 2);
       assert.equal((await cli("users", "add", "not-an-email")).code, 1);
+      const bogus = await cli("users", "list", "--bogus");
+      assert.equal(bogus.code, 2);
+      assert.match(bogus.stderr, /^agentpass-notes: Unknown option: --bogus\n\nagentpass-notes — /);
+    });
+
+    it("prints its version, and the verbs of users when given none", async () => {
+      assert.equal((await cli("--version")).stdout.trim(), "0.1.0");
+      const verbs = await cli("users");
+      assert.equal(verbs.code, 0);
+      assert.match(verbs.stdout, /users add <email>\n.*users list/);
     });
   });
 }
