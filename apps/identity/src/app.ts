@@ -11,6 +11,11 @@ import type { Logger } from "pino";
 import type { RateLimitSettings } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
 import { createIdentityFastPath } from "./fast-paths.ts";
+import {
+  type FetchPolicy,
+  fetchPublicDocument,
+  PUBLIC_FETCH_LIMITS,
+} from "./fetch-public-document.ts";
 import { rateLimits } from "./limits.ts";
 import type { Mailer } from "./mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "./rate-limit.ts";
@@ -35,6 +40,8 @@ export interface AppOptions {
   rateLimitSettings: RateLimitSettings;
   /** Proxies trusted to name the client (TRUST_PROXY); per-address limits key on the client. */
   trustProxy: TrustProxy;
+  /** Time limit of one fetch of a partner's website; unset: 5 s. Tests shorten it. */
+  fetchTimeoutMs?: number;
 }
 
 /**
@@ -94,7 +101,15 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
     }),
   );
   app.route("/", accountPages(ctx, guard, publicUrl));
-  app.route("/", partnerPages(ctx, guard));
+  const fetchPolicy: FetchPolicy = {
+    ...PUBLIC_FETCH_LIMITS,
+    timeoutMs: options.fetchTimeoutMs ?? PUBLIC_FETCH_LIMITS.timeoutMs,
+    allowPrivateNetwork: isLocalDevelopment(publicUrl),
+  };
+  app.route(
+    "/",
+    partnerPages(ctx, guard, (url) => fetchPublicDocument(url, fetchPolicy)),
+  );
   const assetHeaders = { "Cache-Control": "public, max-age=3600" };
   app.get("/assets/style.css", (c) =>
     c.body(STYLESHEET, 200, { ...assetHeaders, "Content-Type": "text/css; charset=utf-8" }),
@@ -110,4 +125,21 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
     logger,
   );
   return { app, fastPath };
+}
+
+/**
+ * Development: a service whose public URL is plain http on a loopback host can only be reached
+ * from its own machine, so it may fetch http:// and private addresses (a partner's website
+ * served on a laptop). Any other public URL, https or not, fetches https from public addresses
+ * only: a server reachable by others never becomes a way into the network it runs in.
+ */
+function isLocalDevelopment(publicUrl: string): boolean {
+  const url = URL.parse(publicUrl);
+  if (url?.protocol !== "http:") return false;
+  return (
+    url.hostname === "localhost" ||
+    url.hostname.endsWith(".localhost") ||
+    url.hostname === "[::1]" ||
+    /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
+  );
 }

@@ -1,5 +1,7 @@
+import { randomBytes } from "node:crypto";
 import type { IdentityContext } from "./context.ts";
-import type { Partner } from "./store/store.ts";
+import type { FetchFailure, FetchResult } from "./fetch-public-document.ts";
+import type { Partner, PartnerDetails } from "./store/store.ts";
 
 export interface PartnerFields {
   name: string;
@@ -11,8 +13,6 @@ export interface PartnerFields {
 export type PartnerResult =
   | { ok: true; partner: Partner }
   | { ok: false; code: "INVALID_PARTNER"; reason: string };
-
-type CheckedFields = Pick<Partner, "name" | "website" | "description" | "listed">;
 
 const MAX_NAME = 100;
 const MAX_DESCRIPTION = 1000;
@@ -32,7 +32,10 @@ export async function createPartner(
   return { ok: true, partner };
 }
 
-/** Changes a partner's public description; its id and keys stay. */
+/**
+ * Changes a partner's public description; its id and keys stay. A website on another origin
+ * loses the verification: the proof was made for the old one.
+ */
 export async function updatePartner(
   ctx: IdentityContext,
   partner: Partner,
@@ -40,13 +43,83 @@ export async function updatePartner(
 ): Promise<PartnerResult> {
   const checked = checkPartnerFields(input);
   if (!checked.ok) return checked;
-  await ctx.store.updatePartner(partner.id, checked.fields);
-  return { ok: true, partner: { ...partner, ...checked.fields } };
+  const clearSiteVerification = originOf(checked.fields.website) !== originOf(partner.website);
+  await ctx.store.updatePartner(partner.id, checked.fields, { clearSiteVerification });
+  const cleared = clearSiteVerification ? { siteVerifiedAt: null, siteVerifiedOrigin: null } : {};
+  return { ok: true, partner: { ...partner, ...checked.fields, ...cleared } };
+}
+
+/** Where a partner publishes its site token, on its website's origin. */
+export const SITE_VERIFICATION_PATH = "/.well-known/agentpass-verification.txt";
+
+/** Fetches a document by URL under the service's fetch policy (`fetchPublicDocument`). */
+export type FetchDocument = (url: URL) => Promise<FetchResult>;
+
+export type SiteCheckResult =
+  | { ok: true; origin: string }
+  | {
+      ok: false;
+      code: "no_website" | "token_not_found" | FetchFailure;
+      /** The URL fetched (null with `no_website`). */
+      url: URL | null;
+      /** The HTTP status of a `redirect` or `not_ok` answer. */
+      status?: number | undefined;
+    };
+
+/** The URL the partner's token must be served at, or null without a website. */
+export function siteVerificationUrl(partner: Partner): URL | null {
+  const origin = originOf(partner.website);
+  return origin === null ? null : new URL(SITE_VERIFICATION_PATH, origin);
+}
+
+/**
+ * Whether the partner proved it controls its website's origin. The origin verified is compared,
+ * not only cleared on change: a check that finishes after the website changed proves nothing
+ * about the new one.
+ */
+export function isSiteVerified(partner: Partner): boolean {
+  return (
+    partner.siteVerifiedAt !== null &&
+    partner.siteVerifiedOrigin !== null &&
+    partner.siteVerifiedOrigin === originOf(partner.website)
+  );
+}
+
+/**
+ * The token this partner publishes on its website: random, one per partner, made the first time
+ * it is asked for (partners made before migration 0007 have none).
+ */
+export async function partnerSiteToken(ctx: IdentityContext, partner: Partner): Promise<string> {
+  if (partner.siteToken !== null) return partner.siteToken;
+  const fresh = `agentpass-site-verification=${randomBytes(32).toString("base64url")}`;
+  return (await ctx.store.keepPartnerSiteToken(partner.id, fresh)) ?? fresh;
+}
+
+/**
+ * Fetches the partner's verification file once and records the outcome: verified for the
+ * website's origin when a line of the file, trimmed, is exactly the partner's token; else not
+ * verified (the last check decides, so a token taken down ends the verification).
+ */
+export async function checkPartnerSite(
+  ctx: IdentityContext,
+  partner: Partner,
+  fetchDocument: FetchDocument,
+): Promise<SiteCheckResult> {
+  const url = siteVerificationUrl(partner);
+  if (url === null) return { ok: false, code: "no_website", url };
+  const token = await partnerSiteToken(ctx, partner);
+  const fetched = await fetchDocument(url);
+  const found = fetched.ok && fetched.body.split("\n").some((line) => line.trim() === token);
+  const verified = found ? { origin: url.origin, at: ctx.clock() } : null;
+  await ctx.store.recordPartnerSiteCheck(partner.id, verified);
+  if (verified) return { ok: true, origin: verified.origin };
+  if (fetched.ok) return { ok: false, code: "token_not_found", url };
+  return { ok: false, code: fetched.reason, url, status: fetched.status };
 }
 
 function checkPartnerFields(
   input: PartnerFields,
-): { ok: true; fields: CheckedFields } | { ok: false; code: "INVALID_PARTNER"; reason: string } {
+): { ok: true; fields: PartnerDetails } | { ok: false; code: "INVALID_PARTNER"; reason: string } {
   const invalid = (reason: string) => ({ ok: false, code: "INVALID_PARTNER", reason }) as const;
   const name = input.name.trim();
   if (name.length === 0 || name.length > MAX_NAME || /[\p{Cc}\p{Cs}]/u.test(name)) {
@@ -71,4 +144,124 @@ function isHttpUrl(value: string): boolean {
   return (
     url !== null && (url.protocol === "https:" || url.protocol === "http:") && value.length <= 2048
   );
+}
+
+function originOf(website: string | null): string | null {
+  return website === null ? null : (URL.parse(website)?.origin ?? null);
+}
+
+/** A listed partner as the public directory shows it. */
+export interface DirectoryEntry {
+  partner: Partner;
+  /** The partner proved it controls its website. */
+  verified: boolean;
+  /**
+   * The name of a listed partner with a verified website that this one's name looks like, when
+   * this one is not verified on that same website; null otherwise.
+   */
+  resembles: string | null;
+}
+
+/**
+ * The public directory: listed partners by name, with what a reader needs to not be fooled by a
+ * partner named like another. A name resembles a verified partner's when their skeletons
+ * (`nameSkeleton`) are equal or close: at most 1 edit for skeletons of 4 to 8 characters, 2 from
+ * 9 on, none below 4 (where one edit makes another word). Two partners verified on different
+ * websites are both flagged: the directory cannot tell which is the real one; the website tells.
+ */
+export async function listDirectory(ctx: IdentityContext): Promise<DirectoryEntry[]> {
+  const partners = await ctx.store.listListedPartners();
+  const originals = partners
+    .filter(isSiteVerified)
+    .map((partner) => ({ partner, skeleton: nameSkeleton(partner.name) }))
+    .filter((original) => original.skeleton.length > 0);
+  return partners.map((partner) => {
+    const verified = isSiteVerified(partner);
+    const skeleton = nameSkeleton(partner.name);
+    let resembles: string | null = null;
+    let closest = Number.POSITIVE_INFINITY;
+    for (const original of originals) {
+      // The same website (the partner itself, or another entry of the same owner of that site).
+      if (verified && partner.siteVerifiedOrigin === original.partner.siteVerifiedOrigin) continue;
+      const limit = original.skeleton.length < 4 ? 0 : original.skeleton.length < 9 ? 1 : 2;
+      const distance = editDistance(skeleton, original.skeleton, limit);
+      if (distance < closest) {
+        closest = distance;
+        resembles = original.partner.name;
+      }
+    }
+    return { partner, verified, resembles };
+  });
+}
+
+/** Characters drawn alike: digits that pass for letters, and Cyrillic and Greek look-alikes. */
+const LOOK_ALIKES: Record<string, string> = {
+  "0": "o",
+  "1": "l",
+  i: "l",
+  "3": "e",
+  "5": "s",
+  "8": "b",
+  а: "a",
+  е: "e",
+  о: "o",
+  р: "p",
+  с: "c",
+  у: "y",
+  х: "x",
+  і: "l",
+  ј: "j",
+  ѕ: "s",
+  һ: "h",
+  α: "a",
+  ο: "o",
+  ν: "v",
+};
+
+/**
+ * What a name looks like, for comparing names by eye: NFKC (full-width and styled letters
+ * become plain ones), lower case, letters and digits only, look-alike characters and pairs
+ * ("rn" for "m", "vv" for "w") as one. "G1tHub", "Git Hub" and "GitHub" are all "glthub".
+ */
+export function nameSkeleton(name: string): string {
+  const folded = name
+    .normalize("NFKC")
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]/gu, "");
+  return Array.from(folded, (character) => LOOK_ALIKES[character] ?? character)
+    .join("")
+    .replaceAll("rn", "m")
+    .replaceAll("vv", "w");
+}
+
+/**
+ * Edits (insert, delete, substitute, or swap two neighbours) from `a` to `b`, by code point;
+ * Infinity once it must exceed `limit`, so long unrelated names cost a few rows, not a table.
+ */
+function editDistance(a: string, b: string, limit: number): number {
+  const x = Array.from(a);
+  const y = Array.from(b);
+  if (Math.abs(x.length - y.length) > limit) return Number.POSITIVE_INFINITY;
+  const at = (row: number[], k: number) => row[k] ?? Number.POSITIVE_INFINITY;
+  let twoBack: number[] = [];
+  let previous = Array.from({ length: y.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= x.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= y.length; j++) {
+      let edits = Math.min(
+        at(previous, j) + 1,
+        at(current, j - 1) + 1,
+        at(previous, j - 1) + (x[i - 1] === y[j - 1] ? 0 : 1),
+      );
+      if (i > 1 && j > 1 && x[i - 1] === y[j - 2] && x[i - 2] === y[j - 1]) {
+        edits = Math.min(edits, at(twoBack, j - 2) + 1);
+      }
+      current.push(edits);
+    }
+    if (Math.min(...current) > limit) return Number.POSITIVE_INFINITY;
+    twoBack = previous;
+    previous = current;
+  }
+  const distance = previous[y.length] ?? Number.POSITIVE_INFINITY;
+  return distance <= limit ? distance : Number.POSITIVE_INFINITY;
 }

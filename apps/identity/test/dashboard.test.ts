@@ -452,6 +452,8 @@ for (const engine of testEngines()) {
             name: "Listed Notes",
             description: "Notes for agents",
             website: "https://notes.example",
+            verified: false,
+            resembles: null,
           },
         );
         assert.equal(

@@ -1,18 +1,32 @@
 import { type Context, Hono } from "hono";
 import type { IdentityContext } from "../context.ts";
 import { issueKey, listKeys, revokeKey } from "../credentials.ts";
-import { createPartner, type PartnerFields, updatePartner } from "../partners.ts";
+import { PUBLIC_FETCH_LIMITS } from "../fetch-public-document.ts";
+import {
+  checkPartnerSite,
+  createPartner,
+  type FetchDocument,
+  isSiteVerified,
+  type PartnerFields,
+  partnerSiteToken,
+  type SiteCheckResult,
+  siteVerificationUrl,
+  updatePartner,
+} from "../partners.ts";
 import type { Partner } from "../store/store.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
-import { csrfField, html, renderPage } from "../web/page.ts";
+import { csrfField, formatTime, html, renderPage } from "../web/page.ts";
 import { lastDays, usageChart } from "../web/usage-chart.ts";
 import { confirmPage, notFound } from "./account-pages.ts";
 
 type Notice = ReturnType<typeof html>;
 
-/** Partner pages: any signed-in account can own partners, their keys and see their usage. */
-export function partnerPages(ctx: IdentityContext, guard: WebGuard) {
+/**
+ * Partner pages: any signed-in account can own partners, their keys and see their usage, and
+ * prove it controls a partner's website (`fetchDocument` fetches the proof).
+ */
+export function partnerPages(ctx: IdentityContext, guard: WebGuard, fetchDocument: FetchDocument) {
   /** The partner of the URL, when the signed-in account owns it. */
   async function ownPartner(c: Context, web: SignedInRequest): Promise<Partner | undefined> {
     const partner = await ctx.store.findPartner(c.req.param("id") ?? "");
@@ -74,9 +88,10 @@ ${
     // This instance's pending counts first, so a page shows what just happened here.
     await Promise.all([ctx.usage.flush(), ctx.keyUsage.flush()]);
     const days = lastDays(ctx.clock(), 30);
-    const [keys, usage] = await Promise.all([
+    const [keys, usage, site] = await Promise.all([
       listKeys(ctx, "partner", partner.id),
       ctx.usageStore.usageOf(partner.id, days[0] ?? ""),
+      siteSection(partner, web.csrf),
     ]);
     return c.html(
       renderPage({
@@ -84,6 +99,7 @@ ${
         session: web.session,
         csrf: web.csrf,
         body: html`${notice ?? ""}<p>Partner id <code>${partner.id}</code> (agents pass it as <code>--audience</code> to make tokens only you can verify).</p>
+<h2>Website verification</h2>${site}
 <h2>Usage</h2>${usageChart(usage, days)}
 <h2>Partner keys</h2>
 <p>Your server sends a partner key with each <code>POST /api/verify</code>. Revoking one refuses it on the very next request.</p>
@@ -95,6 +111,23 @@ ${keyTable(keys, `/partners/${partner.id}/keys`, web.csrf)}
       }),
       status,
     );
+  }
+
+  /** How to prove the website is the partner's, and whether it is proven. */
+  async function siteSection(partner: Partner, csrf: string) {
+    const url = siteVerificationUrl(partner);
+    if (url === null) {
+      return html`<p id="site-status" class="muted">Add your website under Details to verify it. The directory marks a partner without a verified website.</p>`;
+    }
+    const token = await partnerSiteToken(ctx, partner);
+    const status = isSiteVerified(partner)
+      ? html`<p id="site-status" class="ok">Verified: you proved you control <code>${url.origin}</code> (${formatTime(partner.siteVerifiedAt)}).</p>`
+      : html`<p id="site-status">Not verified: the directory shows this partner with “website not verified”.</p>`;
+    return html`${status}
+<ol><li>Publish a plain text file at <code id="site-url">${url.href}</code> holding this line (other lines are ignored): <code id="site-token">${token}</code></li>
+<li>Serve it with status 200 at exactly that address: no redirect, at most ${PUBLIC_FETCH_LIMITS.maxBytes / 1024} KiB.</li>
+<li>Check it. Changing the website to another origin ends the verification.</li></ol>
+<form method="post" action="/partners/${partner.id}/site-check" class="inline">${csrfField(csrf)}<button type="submit">Check now</button></form>`;
   }
 
   const invalid = (reason: string) => html`<p class="error" role="alert">${reason}.</p>`;
@@ -130,6 +163,18 @@ ${keyTable(keys, `/partners/${partner.id}/keys`, web.csrf)}
         const updated = await updatePartner(ctx, partner, fieldsOf(web.form));
         if (!updated.ok) return partnerPage(c, web, partner, invalid(updated.reason), 400);
         return partnerPage(c, web, updated.partner, html`<p class="ok" role="status">Saved.</p>`);
+      }),
+    )
+    .post(
+      "/partners/:id/site-check",
+      guard.signedIn(async (c, web) => {
+        const partner = await ownPartner(c, web);
+        if (!partner) return notFound(c, web);
+        const checked = await checkPartnerSite(ctx, partner, fetchDocument);
+        const notice = checked.ok
+          ? html`<p class="ok" role="status">Your website is verified.</p>`
+          : invalid(siteCheckFailure(checked));
+        return partnerPage(c, web, (await ctx.store.findPartner(partner.id)) ?? partner, notice);
       }),
     )
     .post(
@@ -183,4 +228,30 @@ ${keyTable(keys, `/partners/${partner.id}/keys`, web.csrf)}
         );
       }),
     );
+}
+
+/** What went wrong with a website check, in words its owner can act on. */
+function siteCheckFailure(failure: Extract<SiteCheckResult, { ok: false }>): string {
+  const address = failure.url?.href ?? "";
+  const host = failure.url?.host ?? "";
+  switch (failure.code) {
+    case "no_website":
+      return "Add your website under Details first";
+    case "token_not_found":
+      return `Not verified: ${address} does not hold this partner's token on a line of its own`;
+    case "not_https":
+      return "Not verified: AgentPass checks only https websites; change your website to https://";
+    case "blocked_address":
+      return `Not verified: ${host} resolves to a private or local address, and AgentPass fetches only public ones`;
+    case "unreachable":
+      return `Not verified: could not connect to ${host}`;
+    case "timeout":
+      return `Not verified: ${host} did not send the file in time`;
+    case "redirect":
+      return `Not verified: ${address} answered with a redirect (status ${failure.status}); AgentPass follows none, so serve the file at exactly this address`;
+    case "not_ok":
+      return `Not verified: ${address} answered with status ${failure.status}, not 200`;
+    case "too_large":
+      return `Not verified: the file at ${address} is larger than ${PUBLIC_FETCH_LIMITS.maxBytes / 1024} KiB`;
+  }
 }

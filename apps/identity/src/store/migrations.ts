@@ -109,6 +109,15 @@ export const identityMigrations = (engine: Engine): Record<string, Migration> =>
       await sql`CREATE INDEX rate_limits_window ON rate_limits (window_start)`.execute(db);
     },
   },
+  "0007_partner_site_verification": {
+    // A partner proves it controls its website by publishing its token there: the token, and
+    // when and for which origin the last check succeeded (null: not verified).
+    async up(db: AnyDb) {
+      await sql`ALTER TABLE partners ADD COLUMN site_token text`.execute(db);
+      await sql`ALTER TABLE partners ADD COLUMN site_verified_at bigint`.execute(db);
+      await sql`ALTER TABLE partners ADD COLUMN site_verified_origin text`.execute(db);
+    },
+  },
 });
 
 /**

@@ -10,6 +10,12 @@ export interface IdentityDatabase {
     description: string | null;
     listed: number;
     created_at: number;
+    /** The token the partner publishes on its website to prove it controls it; made on demand. */
+    site_token: string | null;
+    /** When the last check of the website found the token; null: not verified. */
+    site_verified_at: number | null;
+    /** The origin (scheme, host, port) that check fetched. */
+    site_verified_origin: string | null;
   };
   partner_keys: KeyTable & { partner_id: string };
   sealing_keys: {

@@ -29,7 +29,16 @@ export interface Partner {
   description: string | null;
   listed: boolean;
   createdAt: number;
+  /** What the partner publishes on its website to prove it controls it; null until first shown. */
+  siteToken: string | null;
+  /** When the last check of the website found the token; null: not verified. */
+  siteVerifiedAt: number | null;
+  /** The origin that check fetched: the verification holds for this origin only. */
+  siteVerifiedOrigin: string | null;
 }
+
+/** A partner as its owner describes it. */
+export type PartnerDetails = Pick<Partner, "name" | "website" | "description" | "listed">;
 
 export interface NewKey {
   ownerId: string;
@@ -226,7 +235,9 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       return tokenOwner(userKeyId);
     },
 
-    async createPartner(partner: Omit<Partner, "id">): Promise<Partner> {
+    async createPartner(
+      partner: PartnerDetails & Pick<Partner, "ownerAccountId" | "createdAt">,
+    ): Promise<Partner> {
       const id = randomUUID();
       await db
         .insertInto("partners")
@@ -240,7 +251,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
           created_at: partner.createdAt,
         })
         .execute();
-      return { id, ...partner };
+      return { id, ...partner, siteToken: null, siteVerifiedAt: null, siteVerifiedOrigin: null };
     },
 
     async findPartner(id: string): Promise<Partner | undefined> {
@@ -275,10 +286,13 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       return rows.map(toPartner);
     },
 
+    /** Changes a partner's details; `clearSiteVerification` in the same write. */
     async updatePartner(
       id: string,
-      fields: Pick<Partner, "name" | "website" | "description" | "listed">,
+      fields: PartnerDetails,
+      options: { clearSiteVerification: boolean },
     ): Promise<void> {
+      const cleared = { site_verified_at: null, site_verified_origin: null };
       await db
         .updateTable("partners")
         .set({
@@ -286,6 +300,41 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
           website: fields.website,
           description: fields.description,
           listed: fields.listed ? 1 : 0,
+          ...(options.clearSiteVerification ? cleared : {}),
+        })
+        .where("id", "=", id)
+        .execute();
+    },
+
+    /**
+     * Gives a partner its site token unless it has one; returns the token it has after the call
+     * (two pages shown at once both show the one that was kept).
+     */
+    async keepPartnerSiteToken(id: string, token: string): Promise<string | undefined> {
+      await db
+        .updateTable("partners")
+        .set({ site_token: token })
+        .where("id", "=", id)
+        .where("site_token", "is", null)
+        .execute();
+      const row = await db
+        .selectFrom("partners")
+        .select("site_token")
+        .where("id", "=", id)
+        .executeTakeFirst();
+      return row?.site_token ?? undefined;
+    },
+
+    /** Records the outcome of a website check: the origin found verified and when, or null. */
+    async recordPartnerSiteCheck(
+      id: string,
+      verified: { origin: string; at: number } | null,
+    ): Promise<void> {
+      await db
+        .updateTable("partners")
+        .set({
+          site_verified_at: verified?.at ?? null,
+          site_verified_origin: verified?.origin ?? null,
         })
         .where("id", "=", id)
         .execute();
@@ -393,6 +442,9 @@ function toPartner(row: IdentityDatabase["partners"]): Partner {
     description: row.description,
     listed: row.listed === 1,
     createdAt: row.created_at,
+    siteToken: row.site_token,
+    siteVerifiedAt: row.site_verified_at,
+    siteVerifiedOrigin: row.site_verified_origin,
   };
 }
 
