@@ -34,9 +34,10 @@ export interface SealingKeyRing {
   /** The key that seals new tokens: the newest. */
   readonly current: SealingKey;
   /**
-   * Opens a token (see `openSessionToken`), remembering tokens that opened: an agent sends the
-   * same token with many requests, and opening one costs ~15-40 µs of crypto. What a token says
-   * never changes, so this cache cannot outlive a revocation; expiry is checked by the caller.
+   * Opens a token (see `openSessionToken`), remembering every token it saw, opened or not: an
+   * agent sends the same token with many requests, a forgery sent again must cost what a real
+   * token costs, and what a token says never changes, so this cache cannot outlive a revocation
+   * (it is emptied when the keys change); expiry is checked by the caller.
    * A key retired by a newer one opens no token issued after its retirement (+ clock skew).
    */
   open(token: string): SessionClaims | null;
