@@ -136,7 +136,10 @@ describe("agentpass-server configuration", () => {
     for (const args of [["--bogus"], ["frobnicate"], ["user-keys", "list", "--frob"]]) {
       const result = await runAdminCli(args, {});
       assert.equal(result.code, 2, args.join(" "));
-      assert.match(result.stderr, /^agentpass-server: Unknown (option: --\w+|command: frobnicate)\n/);
+      assert.match(
+        result.stderr,
+        /^agentpass-server: Unknown (option: --\w+|command: frobnicate)\n/,
+      );
       assert.match(result.stderr, /Usage:/);
       assert.doesNotMatch(result.stderr, /positional argument/);
     }
