@@ -242,6 +242,26 @@ describe(`the dashboard in Chromium (${engine})`, () => {
     assert.match((await page.locator("#new-key").textContent()) ?? "", /^apu_/);
   });
 
+  it("shows who is signed in, and a landing page to a visitor, in light and dark", async () => {
+    await page.goto(`${server.url}/keys`);
+    assert.equal(await page.locator("#signed-in-as").textContent(), "grace.hopper@example.com");
+    const visitor = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+    try {
+      await visitor.goto(`${server.url}/`);
+      assert.equal(await visitor.getByRole("heading", { name: "For agents" }).count(), 1);
+      assert.equal(await visitor.getByRole("link", { name: "Sign in or sign up" }).count(), 1);
+      const background = () =>
+        visitor.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      const light = await background();
+      await visitor.screenshot({ path: join(SHOTS, "20-landing.png"), fullPage: true });
+      await visitor.emulateMedia({ colorScheme: "dark" });
+      assert.notEqual(await background(), light, "dark mode follows prefers-color-scheme");
+      await visitor.screenshot({ path: join(SHOTS, "21-landing-dark.png"), fullPage: true });
+    } finally {
+      await visitor.close();
+    }
+  });
+
   it("deletes the account after a confirmation: the CLI's key stops working", async () => {
     await page.goto(`${server.url}/account`);
     await page.getByRole("button", { name: "Delete account…" }).click();

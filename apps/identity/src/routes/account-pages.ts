@@ -40,7 +40,9 @@ ${keyTable(keys, "/keys", web.csrf)}
   return new Hono()
     .get(
       "/",
-      guard.page((c, web) => c.redirect(web.session ? "/keys" : "/directory", 303)),
+      guard.page((c, web) =>
+        web.session ? c.redirect("/keys", 303) : c.html(landingPage(web, publicUrl)),
+      ),
     )
     .get(
       "/keys",
@@ -199,4 +201,20 @@ export function notFound(c: Context, web: WebRequest) {
     }),
     404,
   );
+}
+
+/** What a signed-out visitor of `/` reads: what AgentPass is, for each kind of reader. */
+function landingPage(web: WebRequest, publicUrl: string) {
+  return renderPage({
+    title: "AgentPass: who is behind the agent",
+    session: null,
+    csrf: web.csrf,
+    body: html`<p>AgentPass lets an AI agent prove, to the services it calls, which person it works for, and tells those services exactly one thing: the person's verified email.</p>
+<p><a class="button" href="/sign-in">Sign in or sign up</a> <span class="muted">with your email; no password.</span></p>
+<div class="landing">
+<section class="card"><h2>For people</h2><p>Keep a user key on your own machine. Your agents trade it for 5-minute session tokens; you see which services learned your email, and revoke a key at any time.</p></section>
+<section class="card"><h2>For agents</h2><p>Run <code>agentpass login --url ${publicUrl}</code> once, then send <code>x-session-token: $(agentpass token)</code> with every request to a partner.</p></section>
+<section class="card"><h2>For partners</h2><p>Register your API, get a partner key, and ask <code>POST /api/verify</code> who a token belongs to, or use <code>@agentpass/verify</code>. See the <a href="/docs">API reference</a> and the <a href="/directory">partner directory</a>.</p></section>
+</div>`,
+  });
 }

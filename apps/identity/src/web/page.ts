@@ -28,6 +28,7 @@ export function renderPage({ title, session, csrf, body }: PageOptions) {
 ${
   session
     ? html`<a href="/keys">Keys</a><a href="/activity">Activity</a><a href="/partners">Partners</a><a href="/directory">Directory</a><a href="/account">Account</a>
+<span class="who"><span class="visually-hidden">Signed in as </span><strong id="signed-in-as">${session.email}</strong></span>
 <form class="inline" method="post" action="/sign-out">${csrfField(csrf)}<button class="secondary" type="submit">Sign out</button></form>`
     : html`<a href="/directory">Directory</a><a href="/docs">API</a><a href="/sign-in">Sign in</a>`
 }

@@ -1,0 +1,47 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { testEngines } from "@agentpass/db/testing";
+import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
+import { type Mailbox, signInSecrets, startMailbox } from "./support/mailbox.ts";
+import { webClient } from "./support/web-client.ts";
+
+for (const engine of testEngines()) {
+  describe(`the front page (${engine})`, () => {
+    let identity: TestIdentity;
+    let mailbox: Mailbox;
+    before(async () => {
+      mailbox = await startMailbox();
+      identity = await openTestIdentity(engine, { SMTP_URL: mailbox.url });
+    });
+    after(async () => {
+      await identity.close();
+      await mailbox.close();
+    });
+
+    it("tells a visitor what AgentPass is, for people, agents and partners, with sign-in", async () => {
+      const response = await webClient(identity.app).get("/");
+      assert.equal(response.status, 200);
+      const page = await response.text();
+      for (const heading of ["For people", "For agents", "For partners"]) {
+        assert.match(page, new RegExp(`<h2>${heading}</h2>`));
+      }
+      assert.match(page, /<a class="button" href="\/sign-in">Sign in or sign up<\/a>/);
+    });
+
+    it("sends a signed-in person to their keys, with their address in the header", async () => {
+      const client = webClient(identity.app);
+      const email = `header-${crypto.randomUUID()}@example.com`;
+      const since = mailbox.mails.length;
+      await client.post("/sign-in", { email, next: "/keys" });
+      const { code } = signInSecrets(await mailbox.next(email, since));
+      await client.post("/sign-in/code", { code, next: "/keys" });
+      const front = await client.get("/");
+      assert.equal(front.status, 303);
+      assert.equal(front.headers.get("location"), "/keys");
+      assert.match(
+        await client.text("/keys"),
+        new RegExp(`Signed in as </span><strong id="signed-in-as">${email}</strong>`),
+      );
+    });
+  });
+}
