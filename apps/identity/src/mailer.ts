@@ -10,6 +10,8 @@ export interface Mail {
 
 export interface Mailer {
   send(mail: Mail): Promise<void>;
+  /** True when mail is written to the service log instead of sent (development). */
+  readonly logsInstead: boolean;
 }
 
 /**
@@ -19,6 +21,7 @@ export interface Mailer {
 export function createMailer(smtpUrl: string | undefined, from: string, logger: Logger): Mailer {
   if (!smtpUrl) {
     return {
+      logsInstead: true,
       async send(mail) {
         logger.info(
           { to: mail.to, subject: mail.subject, text: mail.text },
@@ -31,6 +34,7 @@ export function createMailer(smtpUrl: string | undefined, from: string, logger: 
   const mailer = createRequire(import.meta.url)("nodemailer") as typeof nodemailer;
   const transport = mailer.createTransport(smtpUrl);
   return {
+    logsInstead: false,
     async send(mail) {
       try {
         await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });

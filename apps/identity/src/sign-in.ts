@@ -88,6 +88,15 @@ export async function requestSignInCode(
   return { ok: true };
 }
 
+/** The address of the code this browser is waiting for, if any: its own page may show it. */
+export async function pendingSignInAddress(
+  ctx: IdentityContext,
+  browserNonce: string,
+): Promise<string | null> {
+  const pending = await ctx.web.findOpenSignInCode(sha256(browserNonce), ctx.clock());
+  return pending?.email ?? null;
+}
+
 export type RedeemResult =
   | { ok: true; account: Account }
   | { ok: false; code: "INVALID_CODE" | "NO_CODE" };

@@ -45,3 +45,39 @@ for (const engine of testEngines()) {
     });
   });
 }
+
+for (const engine of testEngines()) {
+  describe(`the page that asks for the code (${engine})`, () => {
+    it("names the address the code went to, to the browser that asked only", async () => {
+      const mailbox = await startMailbox();
+      const identity = await openTestIdentity(engine, { SMTP_URL: mailbox.url });
+      try {
+        const asker = webClient(identity.app);
+        const email = `code-page-${crypto.randomUUID()}@example.com`;
+        await asker.post("/sign-in", { email, next: "/keys" });
+        const page = await asker.text("/sign-in/code?next=/keys");
+        assert.match(page, new RegExp(`<strong id="sent-to">${email}</strong>`));
+        assert.doesNotMatch(page, /Development: no mail is sent/, "mail is sent over SMTP");
+        const other = await webClient(identity.app).text("/sign-in/code?next=/keys");
+        assert.doesNotMatch(other, /sent-to/);
+      } finally {
+        await identity.close();
+        await mailbox.close();
+      }
+    });
+
+    it("says, in development without SMTP, that the code is in the service's log", async () => {
+      const identity = await openTestIdentity(engine);
+      try {
+        const asker = webClient(identity.app);
+        await asker.post("/sign-in", { email: "dev@example.com", next: "/keys" });
+        assert.match(
+          await asker.text("/sign-in/code?next=/keys"),
+          /Development: no mail is sent \(SMTP_URL is not set\)\. The code is in the identity service's log\./,
+        );
+      } finally {
+        await identity.close();
+      }
+    });
+  });
+}

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import type { IdentityContext } from "../context.ts";
 import type { Mailer } from "../mailer.ts";
 import {
+  pendingSignInAddress,
   redeemSignInCode,
   redeemSignInLink,
   requestSignInCode,
@@ -51,13 +52,16 @@ ${error ? html`<p id="email-error" class="error" role="alert">${error}</p>` : ""
     });
   }
 
-  function codeForm(web: WebRequest, next: string, error = "") {
+  async function codeForm(web: WebRequest, next: string, error = "") {
+    // Only to the browser that asked: the address it typed, as the code went to it.
+    const sentTo = await pendingSignInAddress(ctx, web.browserId);
     return renderPage({
       title: "Enter your code",
       session: web.session,
       csrf: web.csrf,
       body: html`<div class="card">
-<p>If the address can receive mail, a 6-digit code and a sign-in link are on their way. They work for 10 minutes, in this browser only.</p>
+<p>If ${sentTo ? html`<strong id="sent-to">${sentTo}</strong>` : "the address"} can receive mail, a 6-digit code and a sign-in link are on their way. They work for 10 minutes, in this browser only.</p>
+${mailer.logsInstead ? html`<p class="warning" role="note">Development: no mail is sent (SMTP_URL is not set). The code is in the identity service's log.</p>` : ""}
 <form method="post" action="/sign-in/code">
 ${csrfField(web.csrf)}<input type="hidden" name="next" value="${next}">
 <label for="code">Code</label>
@@ -128,7 +132,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     )
     .get(
       "/sign-in/code",
-      guard.page((c, web) => c.html(codeForm(web, safeNext(c.req.query("next"))))),
+      guard.page(async (c, web) => c.html(await codeForm(web, safeNext(c.req.query("next"))))),
     )
     .post(
       "/sign-in/code",
@@ -141,7 +145,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
           result.code === "INVALID_CODE"
             ? "That code is not right. Check the mail and try again."
             : "This code has expired or was tried too often. Ask for a new one.";
-        return c.html(codeForm(web, next, message), 400);
+        return c.html(await codeForm(web, next, message), 400);
       }),
     )
     .get(
