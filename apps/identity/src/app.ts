@@ -1,6 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import { isDatabaseUnavailable } from "@agentpass/db";
 import {
+  allowedMethods,
+  answerError,
   clientAddressOf,
   createErrorHandler,
   type FastPath,
@@ -28,7 +30,8 @@ import { partnerPages } from "./routes/partner-pages.ts";
 import { sessionTokenRoutes } from "./routes/session-tokens.ts";
 import { signInPages } from "./routes/sign-in-pages.ts";
 import { verifyRoutes } from "./routes/verify.ts";
-import { SCRIPT, STYLESHEET } from "./web/assets.ts";
+import { FAVICON, SCRIPT, STYLESHEET } from "./web/assets.ts";
+import { errorPage, wantsPage } from "./web/error-page.ts";
 import { createWebGuard } from "./web/guard.ts";
 
 export interface AppOptions {
@@ -117,8 +120,35 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
   app.get("/assets/app.js", (c) =>
     c.body(SCRIPT, 200, { ...assetHeaders, "Content-Type": "text/javascript; charset=utf-8" }),
   );
-  app.notFound((c) => c.json({ error: "Not found" }, 404));
-  app.onError(createErrorHandler(logger, isDatabaseUnavailable));
+  app.get("/favicon.svg", (c) =>
+    c.body(FAVICON, 200, { ...assetHeaders, "Content-Type": "image/svg+xml" }),
+  );
+  app.get("/favicon.ico", (c) => c.redirect("/favicon.svg", 301));
+  // A known path asked with another method is a 405 naming the methods it takes; else a 404.
+  // Browsers get a page, API clients JSON.
+  app.notFound((c) => {
+    const allow = allowedMethods(app.routes, c.req.path);
+    const [status, error] = allow.length > 0 ? [405, "Method not allowed"] : [404, "Not found"];
+    if (allow.length > 0) c.header("Allow", allow.join(", "));
+    return wantsPage(c)
+      ? c.html(errorPage(status, error), status as 404 | 405)
+      : c.json({ error }, status as 404 | 405);
+  });
+  const answerJson = createErrorHandler(logger, isDatabaseUnavailable);
+  app.onError((error, c) => {
+    if (!wantsPage(c)) return answerJson(error, c);
+    const answer = answerError(
+      error,
+      logger,
+      { method: c.req.method, path: c.req.path },
+      isDatabaseUnavailable,
+    );
+    for (const [name, value] of Object.entries(answer.headers)) c.header(name, value);
+    const message = answer.body.requestId
+      ? `${answer.body.error} (request id ${answer.body.requestId})`
+      : String(answer.body.error);
+    return c.html(errorPage(answer.status, message), answer.status as 500);
+  });
   const fastPath = createIdentityFastPath(
     ctx,
     { verify: verifyLimits, mint: mintLimits, trustProxy: options.trustProxy },

@@ -58,7 +58,7 @@ describe("health, documentation and unknown routes", () => {
       const response = await identity.app.request("/api/nope");
       assert.equal(response.status, 404);
       assert.deepEqual(await response.json(), { error: "Not found" });
-      assert.equal((await identity.app.request("/api/verify")).status, 404);
+      assert.equal((await identity.app.request("/api/verify/x")).status, 404);
     } finally {
       await identity.close();
     }

@@ -1,5 +1,5 @@
 import { isDatabaseUnavailable } from "@agentpass/db";
-import { createErrorHandler } from "@agentpass/http";
+import { allowedMethods, createErrorHandler } from "@agentpass/http";
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import type { NotesContext, NotesEnv } from "./context.ts";
@@ -22,7 +22,12 @@ export function createNotesApp(ctx: NotesContext, options: { logger: Logger; pub
   app.route("/", publicRoutes(ctx, options.publicUrl));
   app.route("/", noteRoutes(ctx));
   app.route("/", tagRoutes(ctx));
-  app.notFound((c) => c.json({ error: "Not found" }, 404));
+  // A known path asked with another method is a 405 naming the methods it takes.
+  app.notFound((c) => {
+    const allow = allowedMethods(app.routes, c.req.path);
+    if (allow.length === 0) return c.json({ error: "Not found" }, 404);
+    return c.json({ error: "Method not allowed" }, 405, { Allow: allow.join(", ") });
+  });
   const answerError = createErrorHandler(options.logger, isDatabaseUnavailable);
   app.onError((error, c) => answerError(answerOfRefusal(error), c));
   return app;

@@ -17,6 +17,7 @@ export {
   unauthorized,
 } from "./http-error.ts";
 export { isoTime } from "./iso-time.ts";
+export { allowedMethods, type RouteEntry } from "./not-allowed.ts";
 export {
   type JsonBody,
   readHeader,

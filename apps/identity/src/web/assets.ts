@@ -53,3 +53,6 @@ document.querySelectorAll("[data-copy]").forEach(function (button) {
 var link = document.getElementById("link-token");
 if (link && location.hash.length > 1) { link.value = location.hash.slice(1); history.replaceState(null, "", location.pathname); }
 `;
+
+/** The icon of every page: a key, in the accent colour. */
+export const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#2350d8"/><circle cx="12" cy="16" r="5" fill="none" stroke="#fff" stroke-width="3"/><path d="M17 16h10M23 16v4M27 16v3" stroke="#fff" stroke-width="3" stroke-linecap="round"/></svg>`;

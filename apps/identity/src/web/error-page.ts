@@ -1,0 +1,20 @@
+import type { Context } from "hono";
+import { html, renderPage } from "./page.ts";
+
+/** Whether the caller is a browser asking for a page, not an API client: it gets HTML errors. */
+export function wantsPage(c: Context): boolean {
+  return !c.req.path.startsWith("/api/") && (c.req.header("accept") ?? "").includes("text/html");
+}
+
+const TITLES: Record<number, string> = { 404: "Page not found", 405: "Not allowed here" };
+
+/** An error as a page: what happened and where to go from here. No detail of the fault. */
+export function errorPage(status: number, message: string) {
+  return renderPage({
+    title: TITLES[status] ?? "Something went wrong",
+    session: null,
+    csrf: "",
+    body: html`<p class="error" role="alert">${message} (HTTP ${status}).</p>
+<p><a href="/">Go to the front page</a> or <a href="/keys">your keys</a>.</p>`,
+  });
+}
