@@ -40,7 +40,7 @@ export function createListFastPath(ctx: NotesContext, logger: Logger): FastPath 
     const params = listParameters(request.url ?? "");
     if (!params) return false;
     const token = incomingHeader(request, SESSION_TOKEN_HEADER);
-    authenticatedEmail(ctx, token)
+    authenticatedEmail(ctx, token, incomingHeader(request, "authorization"))
       .then(async (email) => {
         const query = NoteListQuery.safeParse(params);
         if (query.success && !query.data.tagId && searchTerms(query.data.search).length === 0) {

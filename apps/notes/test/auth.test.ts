@@ -117,6 +117,30 @@ for (const engine of testEngines()) {
       assert.equal((await notes.call(token, "GET", "/api/notes")).status, 200);
     });
 
+    it("names the credential in every 401's WWW-Authenticate, and tells a Bearer sender where the token goes", async () => {
+      const person = await notes.person();
+      const challenges = [
+        await notes.call(null, "GET", "/api/notes"),
+        await notes.call("aps_forged", "GET", "/api/tags"),
+        await (await notes.person(undefined, false)).call("GET", "/api/notes"),
+      ];
+      for (const answer of challenges) {
+        assert.equal(answer.status, 401);
+        assert.equal(
+          answer.headers.get("www-authenticate"),
+          'AgentPass-Session header="x-session-token"',
+        );
+      }
+      const bearer = await notes.app.request("/api/notes", {
+        headers: { authorization: `Bearer ${person.token}` },
+      });
+      assert.equal(bearer.status, 401);
+      assert.deepEqual(await bearer.json(), {
+        error: "Missing session token",
+        hint: "Send the session token in the x-session-token header",
+      });
+    });
+
     it("stops serving a revoked user key within 5 s of the revocation", async () => {
       const person = await notes.person();
       assert.equal((await person.call("GET", "/api/notes")).status, 200);

@@ -17,6 +17,19 @@ export const SESSION_TOKEN_HEADER = "x-session-token";
 export const RETRY_AFTER_SECONDS = 5;
 
 /**
+ * The challenge of a 401 (RFC 9110 requires one): the credential is a session token in the
+ * `x-session-token` header.
+ */
+export const SESSION_TOKEN_CHALLENGE = `AgentPass-Session header="${SESSION_TOKEN_HEADER}"`;
+
+/** The headers of a failed authentication's answer: the 401 challenge, or the 503 retry. */
+export function failureHeaders(status: 401 | 503): Record<string, string> {
+  return status === 401
+    ? { "WWW-Authenticate": SESSION_TOKEN_CHALLENGE }
+    : { "Retry-After": String(RETRY_AFTER_SECONDS) };
+}
+
+/**
  * Authenticates a request (a Fetch `Request`, or the header's value) as DESIGN.md section 6
  * says: no token → 401 `Missing session token`; a token AgentPass rejects → 401 `Invalid or
  * expired session token`; AgentPass unreachable, failing, or refusing your own partner key →

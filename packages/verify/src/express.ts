@@ -1,4 +1,4 @@
-import { authenticate, RETRY_AFTER_SECONDS, SESSION_TOKEN_HEADER } from "./authenticate.ts";
+import { authenticate, failureHeaders, SESSION_TOKEN_HEADER } from "./authenticate.ts";
 import { toVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
 
 /** The parts of a Node request the middleware reads and sets (Express and Connect alike). */
@@ -48,7 +48,9 @@ export function agentPassAuth(verifierOrOptions: Verifier | VerifierOptions = {}
         }
         res.statusCode = auth.status;
         res.setHeader("Content-Type", "application/json");
-        if (auth.status === 503) res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
+        for (const [name, value] of Object.entries(failureHeaders(auth.status))) {
+          res.setHeader(name, value);
+        }
         res.end(JSON.stringify({ error: auth.error }));
       },
       (error: unknown) => next(error),

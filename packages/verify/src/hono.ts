@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { authenticate, RETRY_AFTER_SECONDS, SESSION_TOKEN_HEADER } from "./authenticate.ts";
+import { authenticate, failureHeaders, SESSION_TOKEN_HEADER } from "./authenticate.ts";
 import { toVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
 
 /** The variables the middleware sets on the Hono context. */
@@ -23,9 +23,7 @@ export function agentPassAuth(
   return async (c, next) => {
     const auth = await authenticate(verifier, c.req.header(SESSION_TOKEN_HEADER));
     if (!auth.ok) {
-      const headers: Record<string, string> =
-        auth.status === 503 ? { "Retry-After": String(RETRY_AFTER_SECONDS) } : {};
-      return c.json({ error: auth.error }, auth.status, headers);
+      return c.json({ error: auth.error }, auth.status, failureHeaders(auth.status));
     }
     c.set("agentpassEmail", auth.email);
     await next();

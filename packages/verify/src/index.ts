@@ -1,4 +1,10 @@
-export { type AuthResult, authenticate, SESSION_TOKEN_HEADER } from "./authenticate.ts";
+export {
+  type AuthResult,
+  authenticate,
+  failureHeaders,
+  SESSION_TOKEN_CHALLENGE,
+  SESSION_TOKEN_HEADER,
+} from "./authenticate.ts";
 export { type CanonicalEmailResult, canonicalizeEmail } from "./canonical-email.ts";
 export {
   createVerifier,

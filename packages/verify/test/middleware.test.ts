@@ -75,6 +75,10 @@ describe("authenticate() and the middlewares", () => {
     assert.deepEqual(await ok.json(), { email: "mw@example.com" });
     const missing = await app(verifier).request("/me");
     assert.equal(missing.status, 401);
+    assert.equal(
+      missing.headers.get("www-authenticate"),
+      'AgentPass-Session header="x-session-token"',
+    );
     assert.deepEqual(await missing.json(), { error: "Missing session token" });
     const down = await app(downVerifier).request("/me", { headers: { "x-session-token": token } });
     assert.equal(down.status, 503);
@@ -105,6 +109,10 @@ describe("authenticate() and the middlewares", () => {
           headers: { "x-session-token": sent },
         });
         assert.equal(response.status, status);
+        assert.equal(
+          response.headers.get("www-authenticate"),
+          status === 401 ? 'AgentPass-Session header="x-session-token"' : null,
+        );
         assert.deepEqual(await response.json(), body);
       } finally {
         server.close();

@@ -1,11 +1,17 @@
 import { HttpError, readHeader } from "@agentpass/http";
-import { authenticate, canonicalizeEmail, SESSION_TOKEN_HEADER } from "@agentpass/verify";
+import {
+  authenticate,
+  canonicalizeEmail,
+  failureHeaders,
+  SESSION_TOKEN_HEADER,
+} from "@agentpass/verify";
 import type { MiddlewareHandler } from "hono";
 import type { NotesContext, NotesEnv } from "../context.ts";
 import type { User } from "../store/store.ts";
 
-const RETRY_AFTER = { "Retry-After": "5" };
-const NO_ACCOUNT = new HttpError(401, "No account for this user");
+const NO_ACCOUNT = new HttpError(401, "No account for this user", failureHeaders(401));
+// An agent that sent its token as `Authorization: Bearer` is told where it goes instead.
+const BEARER_HINT = { hint: `Send the session token in the ${SESSION_TOKEN_HEADER} header` };
 
 /**
  * Every notes and tags call: the session token is verified through AgentPass (the client
@@ -14,7 +20,14 @@ const NO_ACCOUNT = new HttpError(401, "No account for this user");
  */
 export function requireUser(ctx: NotesContext): MiddlewareHandler<NotesEnv> {
   return async (c, next) => {
-    c.set("user", await authenticateUser(ctx, readHeader(c, SESSION_TOKEN_HEADER)));
+    c.set(
+      "user",
+      await authenticateUser(
+        ctx,
+        readHeader(c, SESSION_TOKEN_HEADER),
+        readHeader(c, "authorization"),
+      ),
+    );
     await next();
   };
 }
@@ -23,8 +36,9 @@ export function requireUser(ctx: NotesContext): MiddlewareHandler<NotesEnv> {
 export async function authenticateUser(
   ctx: NotesContext,
   sessionToken: string | undefined,
+  authorization?: string,
 ): Promise<User> {
-  return localUser(ctx, await authenticatedEmail(ctx, sessionToken));
+  return localUser(ctx, await authenticatedEmail(ctx, sessionToken, authorization));
 }
 
 /**
@@ -34,10 +48,12 @@ export async function authenticateUser(
 export async function authenticatedEmail(
   ctx: NotesContext,
   sessionToken: string | undefined,
+  authorization?: string,
 ): Promise<string> {
   const auth = await authenticate(ctx.verifier, sessionToken ?? null);
   if (!auth.ok) {
-    throw new HttpError(auth.status, auth.error, auth.status === 503 ? RETRY_AFTER : undefined);
+    const hint = !sessionToken && authorization?.startsWith("Bearer ") ? BEARER_HINT : undefined;
+    throw new HttpError(auth.status, auth.error, failureHeaders(auth.status), hint);
   }
   const email = canonicalFormOf(auth.email);
   if (email === null) throw NO_ACCOUNT;
