@@ -1,0 +1,4 @@
+#!/usr/bin/env node
+// The command's entry point: the built CLI (npm run build writes dist/). A file the
+// repository holds, so npm links the command in the workspace before the first build.
+import "../dist/bin.js";
