@@ -383,11 +383,17 @@ for (const engine of testEngines()) {
         const token = await identity.token(userKey);
         const verify = (sessionToken: string) =>
           identity.verify(`Bearer ${partner.key}`, JSON.stringify({ sessionToken }));
+        assert.match(
+          await owner.text(partner.path),
+          /<p class="empty" id="usage-empty">No verifications in the last 30 days yet\./,
+          "before any verification, the chart says what will appear",
+        );
         assert.equal((await verify(token)).status, 200);
         assert.equal((await verify(token)).status, 200);
         assert.equal((await verify("aps_forged")).status, 401);
 
         const page = await owner.text(partner.path);
+        assert.doesNotMatch(page, /usage-empty/);
         assert.match(page, /<tr data-outcome="success"><td>Verified<\/td><td>2<\/td>/);
         assert.match(
           page,

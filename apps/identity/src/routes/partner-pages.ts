@@ -70,7 +70,7 @@ export function partnerPages(ctx: IdentityContext, guard: WebGuard, fetchDocumen
 ${
   partners.length === 0
     ? html`<p class="empty">You have no partners yet.</p>`
-    : html`<ul>${partners.map((p) => html`<li><a href="/partners/${p.id}">${p.name}</a>${p.listed ? html` <span class="muted">(listed)</span>` : ""}</li>`)}</ul>`
+    : html`<ul class="plain">${partners.map((p) => html`<li><a href="/partners/${p.id}">${p.name}</a>${p.listed ? html` <span class="muted">(listed)</span>` : ""}</li>`)}</ul>`
 }
 <h2>New partner</h2>${partnerForm("/partners", web.csrf)}`,
       }),

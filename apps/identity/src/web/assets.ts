@@ -37,6 +37,8 @@ code{font-family:ui-monospace,monospace;background:var(--code);padding:.1rem .3r
 .empty{color:var(--muted);font-style:italic}
 .chart{max-width:100%;height:auto;background:var(--surface);border:1px solid var(--line);border-radius:8px}
 .inline{display:inline}
+ul.directory,ul.plain{list-style:none;padding:0}
+ul.plain li{padding:.25rem 0}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 @media (max-width:600px){th.optional,td.optional{display:none}}
 `;

@@ -29,6 +29,9 @@ export function lastDays(now: number, days: number): string[] {
  * with the same figures as a table for screen readers and for copying.
  */
 export function usageChart(rows: UsageRow[], days: string[]) {
+  if (rows.length === 0) {
+    return html`<p class="empty" id="usage-empty">No verifications in the last ${days.length} days yet. Once your API calls <code>POST /api/verify</code> with one of this partner's keys, they show here by day.</p>`;
+  }
   const perDay = new Map(days.map((day) => [day, { ok: 0, failed: 0 }]));
   const totals = new Map<string, number>();
   for (const row of rows) {
