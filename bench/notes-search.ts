@@ -17,10 +17,10 @@ import { openDatabase } from "@agentpass/db";
 import { sql } from "kysely";
 import pg from "pg";
 import { NOTES_CACHE_MB } from "../apps/notes/src/service.ts";
-import { noteListing } from "../apps/notes/src/store/listing.ts";
+import { filteredListQueries } from "../apps/notes/src/store/filtered-list.ts";
 import { notesMigrations } from "../apps/notes/src/store/migrations.ts";
 import type { NotesDatabase } from "../apps/notes/src/store/schema.ts";
-import { createNotesStore, filteredListQueries } from "../apps/notes/src/store/store.ts";
+import { createNotesStore } from "../apps/notes/src/store/store.ts";
 
 const { values } = parseArgs({
   options: {
@@ -114,7 +114,6 @@ try {
         content_text: contentText,
         created_at: n,
         updated_at: n,
-        listed_json: noteListing(id, title, "[]", contentText, n, n),
       };
     });
     await insertBatch(rows);
@@ -176,8 +175,8 @@ async function insertBatch(rows: SeedNote[]): Promise<void> {
   if (database.sqlite) {
     // The seq of a note lies in its user's range (apps/notes/src/store/migrations.ts, 0004).
     const insert = database.sqlite.prepare(
-      `INSERT INTO notes (seq, id, user_id, title, content, content_text, created_at, updated_at, listed_json)
-       VALUES ((SELECT number << 32 FROM users WHERE id = ?) | ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO notes (seq, id, user_id, title, content, content_text, created_at, updated_at)
+       VALUES ((SELECT number << 32 FROM users WHERE id = ?) | ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     database.sqlite.exec("BEGIN");
     for (const r of rows) {
@@ -191,17 +190,16 @@ async function insertBatch(rows: SeedNote[]): Promise<void> {
         r.content_text,
         r.created_at,
         r.updated_at,
-        r.listed_json,
       );
     }
     database.sqlite.exec("COMMIT");
     return;
   }
   const column = <K extends keyof SeedNote>(key: K) => rows.map((r) => r[key]);
-  await sql`INSERT INTO notes (id, user_id, title, content, content_text, created_at, updated_at, listed_json)
+  await sql`INSERT INTO notes (id, user_id, title, content, content_text, created_at, updated_at)
     SELECT * FROM unnest(${column("id")}::text[], ${column("user_id")}::text[], ${column("title")}::text[],
       ${column("content")}::text[], ${column("content_text")}::text[], ${column("created_at")}::bigint[],
-      ${column("updated_at")}::bigint[], ${column("listed_json")}::text[])`.execute(database.db);
+      ${column("updated_at")}::bigint[])`.execute(database.db);
 }
 
 async function explain(search: string, userId: string): Promise<string> {

@@ -1,7 +1,7 @@
 /**
  * npm run bench — AgentPass measured against the fastest a Node.js HTTP server can be here.
  *
- *   npm run bench                              # 3 rounds x 10 s, 50 connections, SQLite
+ *   npm run bench                              # 5 rounds x 6 s, 50 connections, SQLite
  *   npm run bench -- --rounds 5 --duration 20
  *   npm run bench -- --only verify-valid,mint
  *   npm run bench -- --smoke                   # CI: 1 round x 1 s, checks answers, not speed
@@ -73,8 +73,8 @@ try {
   await admin("accounts", "create", "bench-user@example.com");
   const userKey = await admin("user-keys", "create", "bench-user@example.com");
   // The notes the bench writes are another person's, so every round lists and searches the
-  // same 100,000 notes of the first (until 2026-11-24 each round's creates, ~20,000 newer
-  // notes, came before the next round's lists and searches).
+  // same 100,000 notes of the first: creates of the same person would put thousands of newer
+  // notes in front of the next round's lists and searches.
   await admin("accounts", "create", "bench-writer@example.com");
   const writerKey = await admin("user-keys", "create", "bench-writer@example.com");
   await admin("accounts", "create", "bench-partner@example.com");
@@ -291,8 +291,8 @@ try {
       });
     }
     // Each sized ceiling runs just before the scenarios compared with it, and each ratio is
-    // taken within the round: on this noisy VM the ceiling drifts by a fifth from one minute to
-    // the next, so a scenario is compared with a ceiling measured as close to it as can be.
+    // taken within the round: on a shared machine a ceiling's rate drifts from one minute to the
+    // next, so a scenario is compared with a ceiling measured as close to it as can be.
     const order = [
       bare,
       ...answering.filter((scenario) => !scenario.ceiling),

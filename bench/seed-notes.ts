@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { openDatabase } from "@agentpass/db";
 import { sql } from "kysely";
-import { noteListing } from "../apps/notes/src/store/listing.ts";
 import { notesMigrations } from "../apps/notes/src/store/migrations.ts";
 import type { NotesDatabase } from "../apps/notes/src/store/schema.ts";
 import { createNotesStore } from "../apps/notes/src/store/store.ts";
@@ -50,7 +49,6 @@ export async function seedNotes(
           content_text: contentText,
           created_at: n,
           updated_at: n,
-          listed_json: noteListing(id, title, "[]", contentText, n, n),
         };
       });
       await database.db.insertInto("notes").values(rows).execute();

@@ -1,7 +1,8 @@
 /**
  * Soak: the identity service's verify path held at half its measured saturation for ten
- * minutes, in slices; latency from a probe beside the load, RSS from /proc at each slice's end. Passes when RSS grows ≤ 10 %, p99 drifts ≤ 20 % and no request fails; exits 1
- * otherwise. Part of `npm run test:stress`.
+ * minutes, in slices; latency from a probe beside the load, RSS from /proc at each slice's end.
+ * Passes when RSS grows ≤ 10 %, p99 drifts ≤ 20 % and no request fails; exits 1 otherwise.
+ * Part of `npm run test:stress`.
  *
  *   node bench/soak.ts                    # 10 minutes, 30 s slices
  *   node bench/soak.ts --minutes 1        # a quick look

@@ -10,7 +10,7 @@ export interface TargetVerdict {
 }
 
 /**
- * The targets of issue 6, judged on this run's medians, so every run says where it stands.
+ * The performance targets, judged on this run's medians, so every run says where it stands.
  * Printed and kept in the JSON only: the bench never fails on a timing (CI's smoke run measures
  * nothing worth judging).
  */
@@ -27,7 +27,7 @@ export function judgeTargets(
     ? Math.max(...identityRows.map((candidate) => candidate.peakRssMb))
     : undefined;
   const memory = atMost("identity RSS ≤ 150 MB", peakRss, 150, "MB");
-  // On PostgreSQL the issue sets one target of its own; the others are the default run's.
+  // On PostgreSQL one target of its own, besides memory; the others are the default run's.
   if (options.engine === "postgres") {
     return [atLeast("verify ≥ 0.5 × ceiling (PostgreSQL)", verify?.ratio, 0.5, 2), memory];
   }
@@ -45,7 +45,7 @@ export function judgeTargets(
 }
 
 export function printTargets(verdicts: TargetVerdict[]): void {
-  console.log("\nTargets of issue 6 in this run (informative; nothing is asserted):");
+  console.log("\nTargets in this run (informative; nothing is asserted):");
   for (const { target, measured, met } of verdicts) {
     if (measured === undefined) continue;
     console.log(`  ${met ? "met   " : "missed"}  ${target}: ${measured}`);

@@ -18,7 +18,7 @@ const measured = (name: string, fields: Partial<Measurement> & { ratio?: number 
 const verdictOf = (verdicts: ReturnType<typeof judgeTargets>, start: string) =>
   verdicts.find((verdict) => verdict.target.startsWith(start));
 
-describe("the bench's verdict on the targets of issue 6", () => {
+describe("the bench's verdict on its targets", () => {
   it("meets a target on its line and misses it just past", () => {
     const judge = (verifyRatio: number, p99: number, rss: number, peer: number) =>
       judgeTargets(
@@ -50,7 +50,7 @@ describe("the bench's verdict on the targets of issue 6", () => {
     );
   });
 
-  it("holds a PostgreSQL run to the issue's PostgreSQL target only", () => {
+  it("holds a PostgreSQL run to its PostgreSQL target only", () => {
     const verdicts = judgeTargets(
       [measured("verify-valid", { ratio: 0.51 }), measured("mint", { ratio: 0.3 })],
       { engine: "postgres", connections: 50, verifyOverPeer: undefined },

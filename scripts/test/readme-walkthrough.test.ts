@@ -38,7 +38,11 @@ describe("the README's curl walk-through", () => {
           );
         });
         assert.match(output, /\{"email":"ada@example\.com"\}/, `round ${round}`);
-        assert.match(output, /\{"error":"Partner key has been revoked"\}/, `round ${round}`);
+        assert.match(
+          output,
+          /\{"error":"Partner key has been revoked","code":"partner_key_revoked"\}/,
+          `round ${round}`,
+        );
       }
     } finally {
       await product.close();

@@ -82,7 +82,7 @@ async function checkGracefulStop(
     expectedStatus,
     `the in-flight request gets its whole answer, not: ${JSON.stringify(answer)}`,
   );
-  assert.match(answer, /\{"error":"[^"]+"\}|\{"email"/);
+  assert.match(answer, /\{"error":"[^"]+","code":"[a-z_]+"\}|\{"email"/);
   const { code, at } = await service.exited;
   assert.equal(code, 0);
   assert.ok(at - signalledAt < 10_000, "exits within 10 s");
@@ -120,7 +120,9 @@ describe("graceful shutdown on SIGTERM", () => {
       slowIdentity = createServer((_request, response) => {
         setTimeout(() => {
           response.writeHead(401, { "content-type": "application/json" });
-          response.end('{"error":"Invalid or expired session token"}');
+          response.end(
+            '{"error":"Invalid or expired session token","code":"session_token_invalid"}',
+          );
         }, 1000);
       });
       await new Promise<void>((resolve) => slowIdentity.listen(0, "127.0.0.1", resolve));

@@ -22,7 +22,10 @@ describe("npm start", () => {
         headers: { "x-session-token": "aps_x" },
       });
       assert.equal(answer.status, 401);
-      assert.deepEqual(await answer.json(), { error: "Invalid or expired session token" });
+      assert.deepEqual(await answer.json(), {
+        error: "Invalid or expired session token",
+        code: "session_token_invalid",
+      });
       await product.close();
 
       product = await startProduct(env);

@@ -1,35 +1,44 @@
+import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { isDatabaseUnavailable } from "@agentpass/db";
 import {
   allowedMethods,
   answerError,
+  apiDocsEndpoints,
+  COMMON_ERRORS,
   clientAddressOf,
+  createApiListener,
   createErrorHandler,
-  type FastPath,
+  type Endpoint,
+  type Listener,
+  logRequest,
   type TrustProxy,
+  UNKNOWN_ROUTE,
 } from "@agentpass/http";
+import { getRequestListener } from "@hono/node-server";
 import { type Context, Hono } from "hono";
+import { matchedRoutes } from "hono/route";
 import type { Logger } from "pino";
 import type { RateLimitSettings } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
-import { createIdentityFastPath } from "./fast-paths.ts";
 import {
   type FetchPolicy,
   fetchPublicDocument,
   PUBLIC_FETCH_LIMITS,
 } from "./fetch-public-document.ts";
-import { rateLimits } from "./limits.ts";
+import { deviceEndpoints } from "./http/api/device.ts";
+import { directoryEndpoint } from "./http/api/directory.ts";
+import { healthEndpoints } from "./http/api/health.ts";
+import { sessionTokensEndpoint } from "./http/api/session-tokens.ts";
+import { verifyEndpoint } from "./http/api/verify.ts";
+import { MAX_BODY_BYTES, rateLimits } from "./limits.ts";
 import type { Mailer } from "./mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "./rate-limit.ts";
 import { accountPages } from "./routes/account-pages.ts";
 import { deviceRoutes } from "./routes/device.ts";
 import { directoryRoutes } from "./routes/directory.ts";
-import { docsRoutes } from "./routes/docs.ts";
-import { healthRoutes } from "./routes/health.ts";
 import { partnerPages } from "./routes/partner-pages.ts";
-import { sessionTokenRoutes } from "./routes/session-tokens.ts";
 import { signInPages } from "./routes/sign-in-pages.ts";
-import { verifyRoutes } from "./routes/verify.ts";
 import { FAVICON, SCRIPT, STYLESHEET } from "./web/assets.ts";
 import { errorPage, wantsPage } from "./web/error-page.ts";
 import { createWebGuard } from "./web/guard.ts";
@@ -48,11 +57,15 @@ export interface AppOptions {
 }
 
 /**
- * The identity service's HTTP interface: the Hono app, and the plain `node:http` fast path for
- * `/api/verify` and `/api/session-tokens` that a server puts in front of it. It knows the
- * domain only through `ctx`.
+ * The identity service's HTTP interface: its API endpoints (each defined once, served by the one
+ * API router and described by the generated OpenAPI document), and the pages (Hono) for every
+ * other path. It knows the domain only through `ctx`.
  */
-export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath } {
+export function createApp(options: AppOptions): {
+  listener: Listener;
+  endpoints: Endpoint[];
+  pages: Hono;
+} {
   const { ctx, logger, publicUrl, mailer } = options;
   const clientIp = (c: Context) =>
     clientAddressOf(
@@ -60,11 +73,18 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
       (c.env as { incoming?: IncomingMessage } | undefined)?.incoming,
     );
   const app = new Hono();
-  // Set before the handler runs: changing headers of a finished response would make the Node
-  // adapter rebuild it, which costs more than the whole verify.
-  app.use((c, next) => {
+  // Headers are set before the handler runs: set on a finished response, they would make the
+  // Node adapter rebuild it.
+  app.use(async (c, next) => {
+    const started = performance.now();
+    const requestId = randomUUID();
     c.header("X-Content-Type-Options", "nosniff");
-    return next();
+    c.header("X-Request-Id", requestId);
+    await next();
+    // The route's template, never the path itself: a path may hold anything, a secret included.
+    const handler = matchedRoutes(c).findLast((route) => route.method !== "ALL");
+    const route = handler?.path ?? UNKNOWN_ROUTE;
+    logRequest(logger, { requestId, method: c.req.method, route, status: c.res.status, started });
   });
   const limits = rateLimits(options.rateLimitSettings);
   const limiter = (name: keyof typeof limits) =>
@@ -72,18 +92,19 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
   const badKeysPerIp = limiter("badKeysPerIp");
   const guard = createWebGuard(ctx, { secure: publicUrl.startsWith("https://") });
 
-  const verifyLimits = { perPartnerKey: limiter("failedVerifiesPerPartnerKey"), badKeysPerIp };
-  const mintLimits = { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp };
-  app.route("/", verifyRoutes(ctx, { ...verifyLimits, clientIp }));
-  app.route("/", sessionTokenRoutes(ctx, { ...mintLimits, clientIp }));
-  app.route("/", healthRoutes(ctx));
-  app.route("/", docsRoutes(publicUrl));
+  const api = [
+    verifyEndpoint(ctx, { perPartnerKey: limiter("failedVerifiesPerPartnerKey"), badKeysPerIp }),
+    sessionTokensEndpoint(ctx, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp }),
+    directoryEndpoint(ctx),
+    ...deviceEndpoints(ctx, { publicUrl, perIp: limiter("deviceCodesPerIp") }),
+    ...healthEndpoints(ctx.store.db as never),
+  ];
+  const endpoints = [...api, ...apiDocsEndpoints(api, apiDescription(publicUrl))];
+
   app.route("/", directoryRoutes(ctx, guard));
   app.route(
     "/",
     deviceRoutes(ctx, guard, {
-      publicUrl,
-      perIp: limiter("deviceCodesPerIp"),
       perAccount: limiter("deviceCodeGuessesPerAccount"),
       clientIp,
     }),
@@ -128,11 +149,12 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
   // Browsers get a page, API clients JSON.
   app.notFound((c) => {
     const allow = allowedMethods(app.routes, c.req.path);
-    const [status, error] = allow.length > 0 ? [405, "Method not allowed"] : [404, "Not found"];
+    const refusal = allow.length > 0 ? COMMON_ERRORS.method_not_allowed : COMMON_ERRORS.not_found;
     if (allow.length > 0) c.header("Allow", allow.join(", "));
+    const status = refusal.status as 404 | 405;
     return wantsPage(c)
-      ? c.html(errorPage(status, error), status as 404 | 405)
-      : c.json({ error }, status as 404 | 405);
+      ? c.html(errorPage(status, refusal.message), status)
+      : c.json({ error: refusal.message, code: refusal.code }, status);
   });
   const answerJson = createErrorHandler(logger, isDatabaseUnavailable);
   app.onError((error, c) => {
@@ -149,12 +171,38 @@ export function createApp(options: AppOptions): { app: Hono; fastPath: FastPath 
       : String(answer.body.error);
     return c.html(errorPage(answer.status, message), answer.status as 500);
   });
-  const fastPath = createIdentityFastPath(
-    ctx,
-    { verify: verifyLimits, mint: mintLimits, trustProxy: options.trustProxy },
+  const listener = createApiListener(endpoints, {
     logger,
-  );
-  return { app, fastPath };
+    maxBodyBytes: MAX_BODY_BYTES,
+    trustProxy: options.trustProxy,
+    isUnavailable: isDatabaseUnavailable,
+    fallback: getRequestListener(app.fetch) as Listener,
+  });
+  return { listener, endpoints, pages: app };
+}
+
+/** The OpenAPI document's description of the service, beside its generated paths. */
+function apiDescription(publicUrl: string) {
+  return {
+    info: {
+      title: "AgentPass identity service",
+      version: "0.1.0",
+      description:
+        "Agents trade a user key for a 5-minute session token; partners verify the token and learn the person's email. Every refusal is `{ error, code }`: `error` for people, `code` for programs.",
+      license: { name: "MIT", identifier: "MIT" },
+    },
+    servers: [{ url: publicUrl }],
+    components: {
+      securitySchemes: {
+        partnerKey: {
+          type: "http" as const,
+          scheme: "bearer",
+          description: "A partner key (apk_…)",
+        },
+        userKey: { type: "http" as const, scheme: "bearer", description: "A user key (apu_…)" },
+      },
+    },
+  };
 }
 
 /**

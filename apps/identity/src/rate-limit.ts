@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { HttpError } from "@agentpass/http";
+import { COMMON_ERRORS, HttpError } from "@agentpass/http";
 import type { Redis } from "ioredis";
 import { type Kysely, sql } from "kysely";
 import type { Clock } from "./clock.ts";
@@ -89,7 +89,7 @@ export function rateLimitHeaders(result: RateLimitResult): Record<string, string
 
 /** The JSON answer past a rate limit: 429 with the RateLimit-* and Retry-After headers. */
 export function tooManyRequests(result: RateLimitResult): HttpError {
-  return new HttpError(429, "Too many requests", rateLimitHeaders(result));
+  return new HttpError(COMMON_ERRORS.rate_limited, { headers: rateLimitHeaders(result) });
 }
 
 /**

@@ -1,5 +1,10 @@
 import { openDatabase } from "@agentpass/db";
-import type { FastPath } from "@agentpass/http";
+import {
+  createLoopbackClient,
+  type Endpoint,
+  type Listener,
+  type LoopbackRequest,
+} from "@agentpass/http";
 import type { Hono } from "hono";
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
@@ -26,9 +31,14 @@ import { createWebStore } from "./store/web-store.ts";
 import { createUsageRecorder } from "./usage-recorder.ts";
 
 export interface IdentityService {
-  app: Hono;
-  /** `/api/verify` straight from node:http; `startServer` puts it in front of `app`. */
-  fastPath: FastPath;
+  /** Answers every request: the API endpoints, then the pages. */
+  listener: Listener;
+  /** The API endpoints, as defined once (the OpenAPI document is generated from them). */
+  endpoints: Endpoint[];
+  /** The pages (dashboard, sign-in, directory, device approval). */
+  pages: Hono;
+  /** A request through `listener` over a loopback socket (tests and tools), like `fetch`. */
+  request: LoopbackRequest;
   ctx: IdentityContext;
   logger: Logger;
   /** Flushes pending key-use times and closes the database. */
@@ -53,7 +63,7 @@ export async function openIdentityService(
     const keyUsage = createKeyUsageRecorder(store, (error) =>
       logger.warn({ err: error }, "could not record key use"),
     );
-    const usageStore = createUsageStore(database.db);
+    const usageStore = createUsageStore(database);
     const usage = createUsageRecorder(usageStore, (error) =>
       logger.warn({ err: error }, "could not record usage"),
     );
@@ -61,7 +71,7 @@ export async function openIdentityService(
       store,
       clock,
       keyUsage,
-      web: createWebStore(database.db),
+      web: createWebStore(database),
       usageStore,
       usage,
       sealingKeys: await loadSealingKeys(store, config, clock, logger),
@@ -71,10 +81,10 @@ export async function openIdentityService(
     const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
       logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
     );
-    const purges = schedulePurges(database.db, clock, (error) =>
+    const purges = schedulePurges(database, clock, (error) =>
       logger.warn({ err: error }, "could not purge expired rows"),
     );
-    const { app, fastPath } = createApp({
+    const { listener, endpoints, pages } = createApp({
       ctx,
       logger,
       publicUrl: config.publicUrl,
@@ -83,12 +93,16 @@ export async function openIdentityService(
       rateLimitSettings: config.rateLimits,
       trustProxy: config.trustProxy,
     });
+    const loopback = createLoopbackClient(listener);
     return {
-      app,
-      fastPath,
+      listener,
+      endpoints,
+      pages,
+      request: loopback.request,
       ctx,
       logger,
       close: async () => {
+        await loopback.close();
         await purges.stop();
         await keyUsage.close().catch(() => {});
         await usage.close().catch(() => {});

@@ -69,7 +69,10 @@ for (const engine of testEngines()) {
       assert.equal(revoked.code, 0, revoked.stderr);
       const response = await identity.verify(`Bearer ${partner.key}`, body(token));
       assert.equal(response.status, 403);
-      assert.deepEqual(await response.json(), { error: "Partner key has been revoked" });
+      assert.deepEqual(await response.json(), {
+        error: "Partner key has been revoked",
+        code: "partner_key_revoked",
+      });
     });
 
     it("revokes a user key from another process: its tokens stop verifying at once", async () => {
@@ -79,7 +82,10 @@ for (const engine of testEngines()) {
       assert.equal((await identity.verify(`Bearer ${partner.key}`, body(token))).status, 200);
       assert.equal((await cli("user-keys", "revoke", userKey.id)).code, 0);
       const response = await identity.verify(`Bearer ${partner.key}`, body(token));
-      assert.deepEqual(await response.json(), { error: "Invalid or expired session token" });
+      assert.deepEqual(await response.json(), {
+        error: "Invalid or expired session token",
+        code: "session_token_invalid",
+      });
       assert.equal((await identity.mint(userKey.key)).status, 403);
     });
 

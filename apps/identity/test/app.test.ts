@@ -44,9 +44,16 @@ describe("health, documentation and unknown routes", () => {
       ]) {
         assert.ok(text.includes(message), message);
       }
+      // The reference page renders the document with Swagger UI, served from its npm package.
       const docs = await identity.app.request("/docs");
       assert.equal(docs.status, 200);
-      assert.match(await docs.text(), /POST.*\/api\/verify/s);
+      const page = await docs.text();
+      for (const asset of [...page.matchAll(/(?:src|href)="(\/docs\/[^"]+)"/g)].map((m) => m[1])) {
+        const served = await identity.app.request(asset as string);
+        assert.equal(served.status, 200, asset);
+        assert.ok((await served.arrayBuffer()).byteLength > 0, asset);
+      }
+      assert.match(page, /swagger-ui-bundle\.js/);
     } finally {
       await identity.close();
     }
@@ -57,7 +64,7 @@ describe("health, documentation and unknown routes", () => {
     try {
       const response = await identity.app.request("/api/nope");
       assert.equal(response.status, 404);
-      assert.deepEqual(await response.json(), { error: "Not found" });
+      assert.deepEqual(await response.json(), { error: "Not found", code: "not_found" });
       assert.equal((await identity.app.request("/api/verify/x")).status, 404);
     } finally {
       await identity.close();
@@ -79,8 +86,9 @@ describe("an unexpected server error", () => {
     assert.equal(json.error, "Internal server error");
     assert.match(json.requestId, /^[0-9a-f-]{36}$/);
     assert.equal(response.headers.get("x-request-id"), json.requestId);
-    assert.equal(Object.keys(json).length, 2);
+    assert.deepEqual(Object.keys(json).sort(), ["code", "error", "requestId"]);
     assert.equal((await identity.app.request("/readyz")).status, 503);
+    await identity.service.close().catch(() => {});
     await identity.database.drop();
   });
 });

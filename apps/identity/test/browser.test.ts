@@ -85,7 +85,7 @@ describe(`the dashboard in Chromium (${engine})`, () => {
     mailbox = await startMailbox();
     identity = await openTestIdentity(engine, { SMTP_URL: mailbox.url }, { realClock: true });
     server = await startServer(
-      { app: identity.app, close: async () => {} },
+      { listener: identity.service.listener, close: async () => {} },
       { port: 0, host: "127.0.0.1" },
     );
     assert.ok(
@@ -216,7 +216,10 @@ describe(`the dashboard in Chromium (${engine})`, () => {
     await page.getByText("Partner key production revoked.").waitFor();
     const token = await cli(["token"]);
     const verified = await verify(partnerKey, token.stdout.trim());
-    assert.deepEqual(verified, { status: 403, body: { error: "Partner key has been revoked" } });
+    assert.deepEqual(verified, {
+      status: 403,
+      body: { error: "Partner key has been revoked", code: "partner_key_revoked" },
+    });
   });
 
   it("finds the partner in the public directory, on a phone too", async () => {

@@ -408,7 +408,10 @@ for (const engine of testEngines()) {
         await owner.post(`${partner.path}/keys/${keyId}/revoke`, { confirm: "yes" });
         const revoked = await verify(token);
         assert.equal(revoked.status, 403);
-        assert.deepEqual(await revoked.json(), { error: "Partner key has been revoked" });
+        assert.deepEqual(await revoked.json(), {
+          error: "Partner key has been revoked",
+          code: "partner_key_revoked",
+        });
         assert.match(
           await owner.text(partner.path),
           /<tr data-outcome="revoked_partner_key"><td>Revoked partner key<\/td><td>1<\/td>/,

@@ -87,10 +87,13 @@ if (testEngines().includes("postgres")) {
       });
       assert.equal(refused.status, 503, "never fail-open, never a 500");
       assert.equal(refused.headers.get("retry-after"), "5");
-      assert.deepEqual(await refused.json(), { error: "Service unavailable" });
+      assert.deepEqual(await refused.json(), { error: "Service unavailable", code: "unavailable" });
       const refusedMint = await mint();
       assert.equal(refusedMint.status, 503);
-      assert.deepEqual(await refusedMint.json(), { error: "Service unavailable" });
+      assert.deepEqual(await refusedMint.json(), {
+        error: "Service unavailable",
+        code: "unavailable",
+      });
       assert.equal((await call("/healthz")).status, 200, "the process itself stays alive");
 
       await proxy.start();
@@ -129,7 +132,10 @@ if (testEngines().includes("postgres")) {
         for (const answer of answers) {
           assert.equal(answer.status, 503, "never a pass, never a 500, never a hang");
           assert.equal(answer.headers.get("retry-after"), "5");
-          assert.deepEqual(await answer.json(), { error: "Service unavailable" });
+          assert.deepEqual(await answer.json(), {
+            error: "Service unavailable",
+            code: "unavailable",
+          });
         }
         assert.equal((await call("/readyz")).status, 503);
       } finally {

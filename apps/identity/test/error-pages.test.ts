@@ -18,11 +18,14 @@ for (const engine of testEngines()) {
     it("answers a known API path asked with another method 405 with Allow, in JSON", async () => {
       const verify = await ask("/api/verify");
       assert.equal(verify.status, 405);
-      assert.equal(verify.headers.get("allow"), "POST");
-      assert.deepEqual(await verify.json(), { error: "Method not allowed" });
+      assert.equal(verify.headers.get("allow"), "OPTIONS, POST");
+      assert.deepEqual(await verify.json(), {
+        error: "Method not allowed",
+        code: "method_not_allowed",
+      });
       const partners = await ask("/api/partners", { method: "DELETE", headers: PAGE });
       assert.equal(partners.status, 405);
-      assert.equal(partners.headers.get("allow"), "GET, HEAD");
+      assert.equal(partners.headers.get("allow"), "GET, HEAD, OPTIONS");
       assert.match(partners.headers.get("content-type") ?? "", /json/, "API paths stay JSON");
     });
 
@@ -37,7 +40,7 @@ for (const engine of testEngines()) {
       const api = await ask("/no-such-page");
       assert.deepEqual(
         await api.json(),
-        { error: "Not found" },
+        { error: "Not found", code: "not_found" },
         "a client that asks for no page gets JSON",
       );
     });

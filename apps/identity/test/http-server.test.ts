@@ -82,7 +82,7 @@ describe("the identity service on a real port", () => {
 
   // Such a request arrives already ended (the server runs with `optimizeEmptyRequests`): no
   // 'data' or 'end' event will come, so a reader that waited for one would hang.
-  it("answers a POST that has no body at all, on the fast path and through Hono", async () => {
+  it("answers a POST that has no body at all, at a plain and at a percent-encoded path", async () => {
     for (const path of ["/api/session-tokens", "/api/session-%74okens"]) {
       const minted = await postWithoutBody(server.url, path, `Bearer ${userKey}`);
       assert.equal(minted.status, 201, path);
@@ -91,7 +91,10 @@ describe("the identity service on a real port", () => {
     for (const path of ["/api/verify", "/api/%76erify"]) {
       const verified = await postWithoutBody(server.url, path, `Bearer ${partnerKey}`);
       assert.equal(verified.status, 400, path);
-      assert.deepEqual(JSON.parse(verified.body), { error: "Invalid JSON body" });
+      assert.deepEqual(JSON.parse(verified.body), {
+        error: "Invalid JSON body",
+        code: "invalid_json_body",
+      });
     }
   });
 
@@ -121,7 +124,10 @@ describe("the identity service on a real port", () => {
       chunk,
     ]);
     assert.equal(response.status, 413);
-    assert.deepEqual(JSON.parse(response.body), { error: "Request body too large" });
+    assert.deepEqual(JSON.parse(response.body), {
+      error: "Request body too large",
+      code: "body_too_large",
+    });
   });
 
   it("answers 413 at once to a declared Content-Length over 64 KiB", async () => {
@@ -140,6 +146,9 @@ describe("the identity service on a real port", () => {
       Buffer.from([0x7b, 0xff, 0xfe, 0x7d]),
     ]);
     assert.equal(response.status, 400);
-    assert.deepEqual(JSON.parse(response.body), { error: "Invalid JSON body" });
+    assert.deepEqual(JSON.parse(response.body), {
+      error: "Invalid JSON body",
+      code: "invalid_json_body",
+    });
   });
 });

@@ -103,13 +103,13 @@ for (const engine of testEngines()) {
     });
 
     const verifyOnOther = (partnerKey: string, token: string) =>
-      other.app.request("/api/verify", {
+      other.request("/api/verify", {
         method: "POST",
         headers: { authorization: `Bearer ${partnerKey}` },
         body: body(token),
       });
     const mintOnOther = (userKey: string) =>
-      other.app.request("/api/session-tokens", {
+      other.request("/api/session-tokens", {
         method: "POST",
         headers: { authorization: `Bearer ${userKey}` },
       });

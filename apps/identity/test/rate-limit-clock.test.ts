@@ -196,7 +196,7 @@ for (const engine of testEngines()) {
       for (let i = 0; i < 300; i++) {
         const instance = instances[i % 2] as (typeof instances)[number];
         answers.push(
-          await instance.app.request("/api/session-tokens", {
+          await instance.request("/api/session-tokens", {
             method: "POST",
             headers: { authorization: `Bearer ${key}` },
           }),

@@ -121,7 +121,10 @@ for (const engine of testEngines()) {
         const response = await identity.mint(key);
         seen.push({ status: response.status, ...limitHeaders(engine, response) });
         if (response.status === 429) {
-          assert.deepEqual(await response.json(), { error: "Too many requests" });
+          assert.deepEqual(await response.json(), {
+            error: "Too many requests",
+            code: "rate_limited",
+          });
         }
       }
       assert.deepEqual(seen, [
@@ -169,7 +172,7 @@ for (const engine of testEngines()) {
           remaining: "0",
           reset: minuteLeft,
           retryAfter: minuteLeft,
-          body: { error: "Too many requests" },
+          body: { error: "Too many requests", code: "rate_limited" },
         },
       );
       const good = JSON.stringify({ sessionToken: token });
@@ -202,7 +205,7 @@ for (const engine of testEngines()) {
         const refused = await from("127.0.0.1", "/api/session-tokens", unknownUser);
         assert.deepEqual(
           { status: refused.status, body: JSON.parse(refused.body) },
-          { status: 429, body: { error: "Too many requests" } },
+          { status: 429, body: { error: "Too many requests", code: "rate_limited" } },
         );
         assert.equal(secondsLeft(engine, refused.retryAfter ?? null), minuteLeft);
         assert.equal((await from("127.0.0.1", "/api/verify", unknownPartner)).status, 429);
@@ -231,7 +234,7 @@ for (const engine of testEngines()) {
         opened.push(second);
         const { key } = await identity.userKey();
         const statuses = [];
-        for (const app of [identity.app, second.app, identity.app, second.app, identity.app]) {
+        for (const app of [identity.app, second, identity.app, second, identity.app]) {
           const response = await app.request("/api/session-tokens", {
             method: "POST",
             headers: { authorization: `Bearer ${key}` },
@@ -286,7 +289,7 @@ for (const engine of testEngines()) {
         const { key } = await identity.userKey();
         const answers = await Promise.all(
           Array.from({ length: 12 }, (_, i) =>
-            (i % 2 ? second.app : identity.app).request("/api/session-tokens", {
+            (i % 2 ? second : identity.app).request("/api/session-tokens", {
               method: "POST",
               headers: { authorization: `Bearer ${key}` },
             }),
@@ -307,7 +310,7 @@ for (const engine of testEngines()) {
         const partner = await identity.partner();
         const statuses = [];
         // Concurrent, across both instances: the counter is atomic, so exactly four fail plainly.
-        const apps = [identity.app, second.app];
+        const apps = [identity.app, second];
         const answers = await Promise.all(
           Array.from({ length: 10 }, (_, i) =>
             (apps[i % 2] as typeof identity.app).request("/api/verify", {

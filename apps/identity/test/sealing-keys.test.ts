@@ -70,7 +70,7 @@ async function seed(service: IdentityService) {
 type Seeded = Awaited<ReturnType<typeof seed>>;
 
 async function mint(service: IdentityService, seeded: Seeded): Promise<string> {
-  const response = await service.app.request("/api/session-tokens", {
+  const response = await service.request("/api/session-tokens", {
     method: "POST",
     headers: { authorization: `Bearer ${seeded.userKey}` },
   });
@@ -79,7 +79,7 @@ async function mint(service: IdentityService, seeded: Seeded): Promise<string> {
 }
 
 function verify(service: IdentityService, seeded: Seeded, sessionToken: string) {
-  return service.app.request("/api/verify", {
+  return service.request("/api/verify", {
     method: "POST",
     headers: { authorization: `Bearer ${seeded.partnerKey}` },
     body: JSON.stringify({ sessionToken }),
@@ -88,7 +88,10 @@ function verify(service: IdentityService, seeded: Seeded, sessionToken: string) 
 
 async function assertRefused(response: Response) {
   assert.equal(response.status, 401);
-  assert.deepEqual(await response.json(), { error: "Invalid or expired session token" });
+  assert.deepEqual(await response.json(), {
+    error: "Invalid or expired session token",
+    code: "session_token_invalid",
+  });
 }
 
 /** A token for `seeded`'s user key sealed directly with `key`, as whoever holds the key could. */

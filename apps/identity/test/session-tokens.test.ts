@@ -2,12 +2,16 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
 import { revokeKey } from "../src/credentials.ts";
+import { ERRORS } from "../src/http/errors.ts";
 import { generateKey } from "../src/keys.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
+/** A refusal: its status, its message to the letter, and the code the error table gives it. */
 async function expectError(response: Response, status: number, error: string) {
   assert.equal(response.status, status);
-  assert.deepEqual(await response.json(), { error });
+  const refusal = Object.values(ERRORS).find((def) => def.message === error);
+  assert.ok(refusal, `"${error}" is in the error table`);
+  assert.deepEqual(await response.json(), { error, code: refusal.code });
   if (status === 401) assert.equal(response.headers.get("www-authenticate"), "Bearer");
 }
 

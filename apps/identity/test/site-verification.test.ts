@@ -3,6 +3,7 @@ import { createServer, type RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
+import { createLoopbackClient } from "@agentpass/http";
 import { createApp } from "../src/app.ts";
 import { createMailer } from "../src/mailer.ts";
 import { createMemoryRateLimitStore } from "../src/rate-limit.ts";
@@ -181,7 +182,7 @@ for (const engine of testEngines()) {
       const owner = await signedIn();
       const partner = await createPartner(owner, "Moon Phases", site.origin);
       // A check that gives up after 200 ms, not 5 s: an app of its own on the same service.
-      const hurried = webClient(
+      const hurriedApp = createLoopbackClient(
         createApp({
           ctx: identity.ctx,
           logger: identity.service.logger,
@@ -195,8 +196,9 @@ for (const engine of testEngines()) {
           },
           trustProxy: "none",
           fetchTimeoutMs: 200,
-        }).app,
+        }).listener,
       );
+      const hurried = webClient(hurriedApp);
       for (const [name, value] of owner.jar) hurried.jar.set(name, value);
 
       const hang: RequestListener = () => {};
@@ -238,6 +240,7 @@ for (const engine of testEngines()) {
         assert.match(await cardOf(partner.id), /Website not verified/, label);
       }
       assert.ok(!site.paths.includes("/token.txt"), "the redirect was not followed");
+      await hurriedApp.close();
     });
 
     it("in production, refuses an http website, and an https one whose name is a loopback address, without connecting", async () => {

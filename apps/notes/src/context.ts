@@ -1,13 +1,13 @@
 import type { Verifier } from "@agentpass/verify";
-import type { NotesStore, User } from "./store/store.ts";
+import type { LRUCache } from "lru-cache";
+import type { NotesStore } from "./store/store.ts";
 
-/** What the notes routes run against, passed in rather than imported. */
+/** What the notes endpoints run against, passed in rather than imported. */
 export interface NotesContext {
   store: NotesStore;
   verifier: Verifier;
   /** Epoch milliseconds; injected so `updatedAt` is tested exactly. */
   clock: () => number;
+  /** Addresses AgentPass vouched for, in canonical form (false: none), bounded. */
+  canonicalEmails: LRUCache<string, string | false>;
 }
-
-/** Variables the authentication middleware sets for the routes after it. */
-export type NotesEnv = { Variables: { user: User } };

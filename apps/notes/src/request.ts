@@ -1,51 +1,51 @@
-import { HttpError, readJsonBody } from "@agentpass/http";
-import type { Context } from "hono";
+import { type EndpointRequest, type ErrorDef, HttpError } from "@agentpass/http";
 import { type ZodType, z } from "zod";
+import { ERRORS } from "./errors.ts";
 import { Uuid } from "./schemas.ts";
 
-/** Notes bodies may carry documents; anything over 1 MiB is refused before it is read. */
-export const MAX_BODY_BYTES = 1024 * 1024;
 const MAX_JSON_DEPTH = 64;
 
-/** The body as JSON, validated by `schema`: 400 with the spec's messages otherwise. */
-export async function readBody<T extends ZodType>(c: Context, schema: T): Promise<z.output<T>> {
-  const body = await readJsonBody(c, MAX_BODY_BYTES);
-  if (!body.ok) throw new HttpError(400, "Request body must be valid JSON");
+/** The body as JSON, validated by `schema`: 400 `invalid_json_body` or `invalid_body` otherwise. */
+export async function readBody<T extends ZodType>(
+  request: EndpointRequest,
+  schema: T,
+): Promise<z.output<T>> {
+  const body = await request.readJson();
+  if (!body.ok) throw new HttpError(ERRORS.invalid_json_body);
   if (depthOf(body.value) > MAX_JSON_DEPTH) {
-    throw invalid("Invalid request body", {
+    throw invalid(ERRORS.invalid_body, {
       formErrors: [`JSON nested deeper than ${MAX_JSON_DEPTH} levels`],
       fieldErrors: {},
     });
   }
   const parsed = schema.safeParse(body.value);
-  if (!parsed.success) throw invalid("Invalid request body", z.flattenError(parsed.error));
+  if (!parsed.success) throw invalid(ERRORS.invalid_body, z.flattenError(parsed.error));
   return parsed.data;
 }
 
-/** Query parameters validated by `schema`: 400 `Invalid query parameters` otherwise. */
-export function readQuery<T extends ZodType>(c: Context, schema: T): z.output<T> {
-  return parseQuery(schema, c.req.query());
-}
-
-/** `readQuery` for parameters already taken from the URL. */
-export function parseQuery<T extends ZodType>(
-  schema: T,
-  params: Record<string, string>,
-): z.output<T> {
+/**
+ * The query validated by `schema` (the first value of a repeated parameter): 400
+ * `invalid_query` otherwise.
+ */
+export function readQuery<T extends ZodType>(request: EndpointRequest, schema: T): z.output<T> {
+  const params: Record<string, string> = {};
+  for (const [name, value] of request.query) if (!Object.hasOwn(params, name)) params[name] = value;
   const parsed = schema.safeParse(params);
-  if (!parsed.success) throw invalid("Invalid query parameters", z.flattenError(parsed.error));
+  if (!parsed.success) throw invalid(ERRORS.invalid_query, z.flattenError(parsed.error));
   return parsed.data;
 }
 
-/** The `:id` path parameter, which must be a UUID. */
-export function readId(c: Context, what: "note" | "tag"): string {
-  const id = c.req.param("id") ?? "";
-  if (!Uuid.safeParse(id).success) throw new HttpError(400, `Invalid ${what} id`);
+/** The `{id}` path parameter, which must be a UUID. */
+export function readId(request: EndpointRequest, what: "note" | "tag"): string {
+  const id = request.params.id ?? "";
+  if (!Uuid.safeParse(id).success) {
+    throw new HttpError(what === "note" ? ERRORS.invalid_note_id : ERRORS.invalid_tag_id);
+  }
   return id.toLowerCase();
 }
 
-function invalid(message: string, details: unknown): HttpError {
-  return new HttpError(400, message, undefined, { details });
+function invalid(def: ErrorDef, details: unknown): HttpError {
+  return new HttpError(def, { extra: { details } });
 }
 
 /** How deeply a parsed JSON value nests, measured without recursion. */

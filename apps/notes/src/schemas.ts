@@ -40,7 +40,9 @@ function isJsonValue(value: unknown): value is JsonValue {
  * and its value were lost without an error. The body's nesting is bounded before any schema runs
  * (`readBody`), so the check's recursion is too.
  */
-const JsonDocument = z.custom<JsonValue>(isJsonValue, "must be a JSON value");
+const JsonDocument = z
+  .custom<JsonValue>(isJsonValue, "must be a JSON value")
+  .meta({ description: "Any JSON value", example: [{ type: "paragraph", text: "Hello" }] });
 
 /** A UUID, compared in lower case as the ids are generated. */
 export const Uuid = z.uuid().transform((value) => value.toLowerCase());

@@ -1,12 +1,16 @@
 import { openDatabase } from "@agentpass/db";
-import type { FastPath } from "@agentpass/http";
+import {
+  createLoopbackClient,
+  type Endpoint,
+  type Listener,
+  type LoopbackRequest,
+} from "@agentpass/http";
 import { createVerifier, MAX_CACHE_TTL_MS, NETWORK_ERROR, type Verifier } from "@agentpass/verify";
-import type { Hono } from "hono";
+import { LRUCache } from "lru-cache";
 import pino, { type Logger } from "pino";
-import { createNotesApp } from "./app.ts";
+import { createNotesApi } from "./app.ts";
 import type { NotesConfig } from "./config.ts";
-import type { NotesContext, NotesEnv } from "./context.ts";
-import { createListFastPath } from "./fast-list.ts";
+import type { NotesContext } from "./context.ts";
 import { notesMigrations } from "./store/migrations.ts";
 import type { NotesDatabase } from "./store/schema.ts";
 import { createNotesStore } from "./store/store.ts";
@@ -21,13 +25,16 @@ export const NOTES_CACHE_MB = 64;
 
 /** Without a partner key nobody can be verified: every authenticated call answers 503. */
 const WITHOUT_PARTNER_KEY: Verifier = {
-  verify: async () => ({ ok: false, error: NETWORK_ERROR, status: 0 }),
+  verify: async () => ({ ok: false, error: NETWORK_ERROR, status: 0, code: "network_error" }),
 };
 
 export interface NotesService {
-  app: Hono<NotesEnv>;
-  /** The plain list straight from node:http; `startServer` puts it in front of `app`. */
-  fastPath: FastPath;
+  /** Answers every request. */
+  listener: Listener;
+  /** The API endpoints, as defined once (the OpenAPI document is generated from them). */
+  endpoints: Endpoint[];
+  /** A request through `listener` over a loopback socket (tests and tools), like `fetch`. */
+  request: LoopbackRequest;
   ctx: NotesContext;
   logger: Logger;
   close(): Promise<void>;
@@ -58,6 +65,7 @@ export async function openNotesService(
     const ctx: NotesContext = {
       store: createNotesStore(database, config.limits),
       clock,
+      canonicalEmails: new LRUCache({ max: 10_000 }),
       verifier:
         options.verifier ??
         (config.partnerKey
@@ -71,9 +79,19 @@ export async function openNotesService(
             })
           : WITHOUT_PARTNER_KEY),
     };
-    const app = createNotesApp(ctx, { logger, publicUrl: config.publicUrl });
-    const fastPath = createListFastPath(ctx, logger);
-    return { app, fastPath, ctx, logger, close: () => database.close() };
+    const { listener, endpoints } = createNotesApi(ctx, { logger, publicUrl: config.publicUrl });
+    const loopback = createLoopbackClient(listener);
+    return {
+      listener,
+      endpoints,
+      request: loopback.request,
+      ctx,
+      logger,
+      close: async () => {
+        await loopback.close();
+        await database.close();
+      },
+    };
   } catch (error) {
     await database.close();
     throw error;

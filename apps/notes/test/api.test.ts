@@ -42,7 +42,7 @@ describe("notes API: public index and documentation", () => {
     }
   });
 
-  it("serves OpenAPI 3.1 with the spec's messages, and the rendered docs", async () => {
+  it("serves OpenAPI 3.1 with every message and code, and the rendered reference", async () => {
     const document = (await (await notes.call(null, "GET", "/api/openapi.json")).json()) as {
       openapi: string;
       paths: Record<string, Record<string, { parameters: { name: string }[] }>>;
@@ -65,9 +65,17 @@ describe("notes API: public index and documentation", () => {
     ]) {
       assert.ok(text.includes(message), message);
     }
+    for (const code of ["invalid_query", "note_not_found", "tag_exists", "session_token_invalid"]) {
+      assert.ok(text.includes(`"${code}"`), code);
+    }
+    assert.match(text, /x-session-token/);
+    // The reference page renders the document with Swagger UI, served from its npm package.
     const docs = await notes.call(null, "GET", "/docs");
     assert.equal(docs.status, 200);
-    assert.match(await docs.text(), /x-session-token: \$\(agentpass token\)/);
+    const page = await docs.text();
+    for (const asset of [...page.matchAll(/(?:src|href)="(\/docs\/[^"]+)"/g)].map((m) => m[1])) {
+      assert.equal((await notes.call(null, "GET", asset as string)).status, 200, asset);
+    }
   });
 
   it("answers health, readiness and unknown paths", async () => {
@@ -78,6 +86,6 @@ describe("notes API: public index and documentation", () => {
     });
     const unknown = await notes.call(null, "GET", "/nope");
     assert.equal(unknown.status, 404);
-    assert.deepEqual(await unknown.json(), { error: "Not found" });
+    assert.deepEqual(await unknown.json(), { error: "Not found", code: "not_found" });
   });
 });

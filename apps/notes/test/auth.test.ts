@@ -3,6 +3,7 @@ import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { testEngines } from "@agentpass/db/testing";
+import { ERRORS } from "../src/errors.ts";
 import { VERIFY_CACHE_MS } from "../src/service.ts";
 import { openTestNotes, type TestNotes } from "./support/harness.ts";
 
@@ -35,9 +36,12 @@ function adminCli(notes: TestNotes, ...args: string[]): Promise<void> {
   });
 }
 
+/** A refusal: its status, its message, and the code the error table gives it. */
 async function expectAnswer(response: Response, status: number, error: string) {
   assert.equal(response.status, status);
-  assert.deepEqual(await response.json(), { error });
+  const refusal = Object.values(ERRORS).find((def) => def.message === error);
+  assert.ok(refusal, `"${error}" is in the error table`);
+  assert.deepEqual(await response.json(), { error, code: refusal.code });
 }
 
 for (const engine of testEngines()) {
@@ -137,6 +141,7 @@ for (const engine of testEngines()) {
       assert.equal(bearer.status, 401);
       assert.deepEqual(await bearer.json(), {
         error: "Missing session token",
+        code: "session_token_missing",
         hint: "Send the session token in the x-session-token header",
       });
     });
@@ -162,7 +167,10 @@ for (const engine of testEngines()) {
       const response = await person.call("GET", "/api/notes");
       assert.equal(response.status, 503);
       assert.equal(response.headers.get("retry-after"), "5");
-      assert.deepEqual(await response.json(), { error: "Identity service unavailable" });
+      assert.deepEqual(await response.json(), {
+        error: "Identity service unavailable",
+        code: "identity_unavailable",
+      });
     });
   });
 }
@@ -179,7 +187,10 @@ describe("notes API when AgentPass is down", () => {
       notes.advance(1);
       const response = await person.call("GET", "/api/notes");
       assert.equal(response.status, 503);
-      assert.deepEqual(await response.json(), { error: "Identity service unavailable" });
+      assert.deepEqual(await response.json(), {
+        error: "Identity service unavailable",
+        code: "identity_unavailable",
+      });
     } finally {
       await notes.close().catch(() => {});
     }
@@ -193,7 +204,10 @@ describe("notes API when AgentPass is down", () => {
       const response = await person.call("GET", "/api/notes");
       assert.equal(response.status, 503);
       assert.equal(response.headers.get("retry-after"), "5");
-      assert.deepEqual(await response.json(), { error: "Identity service unavailable" });
+      assert.deepEqual(await response.json(), {
+        error: "Identity service unavailable",
+        code: "identity_unavailable",
+      });
     } finally {
       await notes.close().catch(() => {});
     }

@@ -76,7 +76,7 @@ if (testEngines().includes("postgres")) {
       await proxy.stop();
       assert.deepEqual(await call("GET", "/readyz"), {
         status: 503,
-        retryAfter: null,
+        retryAfter: "5",
         body: { ok: false, database: false },
       });
       for (const [method, path, body] of [
@@ -86,7 +86,11 @@ if (testEngines().includes("postgres")) {
       ] as const) {
         assert.deepEqual(
           await call(method, path, body),
-          { status: 503, retryAfter: "5", body: { error: "Service unavailable" } },
+          {
+            status: 503,
+            retryAfter: "5",
+            body: { error: "Service unavailable", code: "unavailable" },
+          },
           `${method} ${path}`,
         );
       }
@@ -128,7 +132,7 @@ if (testEngines().includes("postgres")) {
           assert.deepEqual(answer, {
             status: 503,
             retryAfter: "5",
-            body: { error: "Service unavailable" },
+            body: { error: "Service unavailable", code: "unavailable" },
           });
         }
         assert.equal((await call("GET", "/readyz")).status, 503);

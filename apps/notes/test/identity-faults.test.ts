@@ -100,7 +100,7 @@ describe("notes API when the identity service fails", () => {
     });
     const { sessionToken } = (await minted.json()) as { sessionToken: string };
     const started = performance.now();
-    const response = await notes.app.request("/api/notes", {
+    const response = await notes.request("/api/notes", {
       headers: { "x-session-token": sessionToken },
     });
     return {
@@ -118,7 +118,10 @@ describe("notes API when the identity service fails", () => {
       for (let i = 0; i < 3; i++) {
         const failed = await callWithFreshToken();
         assert.equal(failed.status, 503, "never fail-open, never a 401");
-        assert.deepEqual(failed.body, { error: "Identity service unavailable" });
+        assert.deepEqual(failed.body, {
+          error: "Identity service unavailable",
+          code: "identity_unavailable",
+        });
         assert.equal(failed.response.headers.get("retry-after"), "5");
         assert.ok(failed.ms < TIMEOUT_MS + 500, `answered after ${Math.round(failed.ms)} ms`);
       }

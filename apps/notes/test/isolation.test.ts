@@ -38,7 +38,10 @@ for (const engine of testEngines()) {
       ] as const) {
         const response = await intruder.call(method, `/api/notes/${noteId}`, body);
         assert.equal(response.status, 404, method);
-        assert.deepEqual(await response.json(), { error: "Note not found" });
+        assert.deepEqual(await response.json(), {
+          error: "Note not found",
+          code: "note_not_found",
+        });
       }
       assert.deepEqual(await snapshot(), before, "the owner's note is untouched");
     });

@@ -15,11 +15,14 @@ for (const engine of testEngines()) {
       const person = await notes.person();
       const index = await notes.call(null, "POST", "/api");
       assert.equal(index.status, 405);
-      assert.equal(index.headers.get("allow"), "GET, HEAD");
-      assert.deepEqual(await index.json(), { error: "Method not allowed" });
+      assert.equal(index.headers.get("allow"), "GET, HEAD, OPTIONS");
+      assert.deepEqual(await index.json(), {
+        error: "Method not allowed",
+        code: "method_not_allowed",
+      });
       const note = await person.call("PUT", `/api/notes/${crypto.randomUUID()}`, { title: "x" });
       assert.equal(note.status, 405);
-      assert.equal(note.headers.get("allow"), "DELETE, GET, HEAD, PATCH");
+      assert.equal(note.headers.get("allow"), "DELETE, GET, HEAD, OPTIONS, PATCH");
       assert.equal((await notes.call(null, "GET", "/nowhere")).status, 404);
     });
   });

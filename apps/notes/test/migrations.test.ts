@@ -4,10 +4,38 @@ import { describe, it } from "node:test";
 import { migrateToLatest, openDatabase } from "@agentpass/db";
 import { createTestDatabase, testEngines } from "@agentpass/db/testing";
 import { sql } from "kysely";
-import { noteListing } from "../src/store/listing.ts";
 import { notesMigrations } from "../src/store/migrations.ts";
+import { nextNoteSeq } from "../src/store/notes.ts";
 import type { NotesDatabase } from "../src/store/schema.ts";
-import { createNotesStore, nextNoteSeq } from "../src/store/store.ts";
+import { createNotesStore } from "../src/store/store.ts";
+
+/** The migrations before `name`, to bring a database to the schema a release before it had. */
+function migrationsBefore(engine: "sqlite" | "postgres", name: string) {
+  return Object.fromEntries(
+    Object.entries(notesMigrations(engine)).filter(([migration]) => migration < name),
+  );
+}
+
+/** A note's JSON as a list wrote it up to its tags, which 0006 kept as `listed_json`. */
+function listingOf(
+  id: string,
+  title: string,
+  content: string,
+  contentText: string,
+  createdAt: number,
+  updatedAt: number,
+): string {
+  const partial = JSON.stringify({
+    id,
+    title,
+    content: JSON.parse(content),
+    contentText,
+    createdAt: new Date(createdAt).toISOString(),
+    updatedAt: new Date(updatedAt).toISOString(),
+    tags: [],
+  });
+  return partial.slice(0, -"[]}".length);
+}
 
 describe("notes migrations (sqlite)", () => {
   it("moves the notes written before 0004 into their users' ranges, and searches find them as before", async () => {
@@ -141,22 +169,6 @@ describe("notes migrations (sqlite)", () => {
           );
         }
       }
-      // Every note has its listing, as the store writes it (0006).
-      const listed = await sql<{
-        id: string;
-        title: string;
-        content: string;
-        content_text: string;
-        created_at: number;
-        updated_at: number;
-        listed_json: string;
-      }>`SELECT id, title, content, content_text, created_at, updated_at, listed_json
-        FROM notes`.execute(db);
-      assert.equal(listed.rows.length, 40);
-      for (const row of listed.rows) {
-        const { id, title, content, content_text: text, created_at: at, updated_at: up } = row;
-        assert.equal(row.listed_json, noteListing(id, title, content, text, at, up));
-      }
       // From now on a write moves the note to the end of its user's range, and no further.
       const last = ids[0]?.[0] as string;
       await store.updateNote(users[0] as string, last, { title: "moved" }, undefined, 500);
@@ -175,29 +187,26 @@ describe("notes migrations (sqlite)", () => {
 });
 
 for (const engine of testEngines()) {
-  describe(`notes migration 0006 (${engine})`, () => {
-    it("writes every existing note's listing as the store would, and refuses a note without one after", async () => {
+  describe(`notes migrations 0006 and 0008 (${engine})`, () => {
+    it("0006 wrote every existing note's listing and refused a note without one; 0008 drops them, and notes are written and listed without", async () => {
       const test = await createTestDatabase(engine);
       const database = openDatabase<NotesDatabase>({ ...test, fileName: "n.sqlite" });
       try {
         const { db } = database;
-        const all = notesMigrations(engine);
-        const before = Object.fromEntries(
-          Object.entries(all).filter(([name]) => name < "0006_listed_json"),
-        );
-        await migrateToLatest(db, "notes", before);
+        await migrateToLatest(db, "notes", migrationsBefore(engine, "0006_listed_json"));
         const user = (await createNotesStore(database).addUser("a@example.com", 0))?.id ?? "";
         const odd = '\u0001\u001f\u007f"\\</script>\u2028\ud83d\ude00é\n\t';
-        // More than one batch of the backfill (1,000), written as before 0006.
-        for (let n = 0; n < 1_100; n++) {
-          const title = n % 7 ? `note ${n}` : `${odd}${n}`;
-          const content = n % 5 ? "[]" : JSON.stringify({ __proto__: null, odd, n: -n });
-          await sql`INSERT INTO notes (${sql.raw(engine === "sqlite" ? "seq, " : "")}id, user_id,
+        const insert = (n: number, title: string, content: string) =>
+          sql`INSERT INTO notes (${sql.raw(engine === "sqlite" ? "seq, " : "")}id, user_id,
               title, content, content_text, created_at, updated_at)
             VALUES (${engine === "sqlite" ? sql`${nextNoteSeq(user)}, ` : sql``}${randomUUID()},
               ${user}, ${title}, ${content}, ${`${odd}${n}`}, ${n}, ${n * 1_000_003})`.execute(db);
+        // More than one batch of the backfill (1,000), written as before 0006.
+        for (let n = 0; n < 1_100; n++) {
+          const title = n % 7 ? `note ${n}` : `${odd}${n}`;
+          await insert(n, title, n % 5 ? "[]" : JSON.stringify({ __proto__: null, odd, n: -n }));
         }
-        await migrateToLatest(db, "notes", all);
+        await migrateToLatest(db, "notes", migrationsBefore(engine, "0008_drop_listed_json"));
         const rows = await sql<{
           id: string;
           title: string;
@@ -212,19 +221,32 @@ for (const engine of testEngines()) {
         for (const row of rows.rows) {
           const [createdAt, updatedAt] = [Number(row.created_at), Number(row.updated_at)];
           const { id, title, content, content_text: text } = row;
-          assert.equal(
-            row.listed_json,
-            noteListing(id, title, content, text, createdAt, updatedAt),
-          );
+          assert.equal(row.listed_json, listingOf(id, title, content, text, createdAt, updatedAt));
         }
         await assert.rejects(
-          sql`INSERT INTO notes (${sql.raw(engine === "sqlite" ? "seq, " : "")}id, user_id, title,
-              content, content_text, created_at, updated_at)
-            VALUES (${engine === "sqlite" ? sql`${nextNoteSeq(user)}, ` : sql``}${randomUUID()},
-              ${user}, 't', '[]', '', 0, 0)`.execute(db),
+          insert(1_100, "t", "[]"),
           engine === "sqlite"
             ? /a note needs its listed_json/
             : /null value in column "listed_json"/,
+        );
+
+        await migrateToLatest(db, "notes", notesMigrations(engine));
+        const columns =
+          engine === "sqlite"
+            ? await sql<{ name: string }>`SELECT name FROM pragma_table_info('notes')`.execute(db)
+            : await sql<{ name: string }>`SELECT column_name AS name FROM information_schema.columns
+                WHERE table_name = 'notes'`.execute(db);
+        assert.ok(!columns.rows.some((column) => column.name === "listed_json"));
+        await insert(1_100, "written after 0008", "[]");
+        const store = createNotesStore(database);
+        const page = await store.listNotes(user, { limit: 3, offset: 0 });
+        assert.equal(page.total, 1_101);
+        assert.equal(page.notes[0]?.title, "written after 0008");
+        for (const note of page.notes) assert.deepEqual(await store.getNote(user, note.id), note);
+        const found = await store.listNotes(user, { search: "after 0008", limit: 3, offset: 0 });
+        assert.deepEqual(
+          found.notes.map((note) => note.title),
+          ["written after 0008"],
         );
       } finally {
         await database.close();

@@ -4,7 +4,7 @@ import { testEngines } from "@agentpass/db/testing";
 import { sql } from "kysely";
 import { loadNotesConfig } from "../src/config.ts";
 import { openNotesService } from "../src/service.ts";
-import { nextNoteSeq } from "../src/store/store.ts";
+import { nextNoteSeq } from "../src/store/notes.ts";
 import { openTestNotes, type Person, START, type TestNotes } from "./support/harness.ts";
 
 interface NoteJson {
@@ -222,7 +222,10 @@ for (const engine of testEngines()) {
           contentText: "x".repeat(1024 * 1024),
         });
         assert.equal(response.status, 413);
-        assert.deepEqual(await response.json(), { error: "Request body too large" });
+        assert.deepEqual(await response.json(), {
+          error: "Request body too large",
+          code: "body_too_large",
+        });
       });
     });
 
@@ -556,17 +559,14 @@ for (const engine of testEngines()) {
           const user = await notes.store.findUserByEmail(person.email.toLowerCase());
           assert.ok(user);
           await assert.rejects(
-            sql`INSERT INTO notes (id, user_id, title, content, content_text, created_at, updated_at, listed_json)
-              VALUES (${crypto.randomUUID()}, ${user.id}, 't', '[]', '', 0, 0, '{')`.execute(db),
+            sql`INSERT INTO notes (id, user_id, title, content, content_text, created_at, updated_at)
+              VALUES (${crypto.randomUUID()}, ${user.id}, 't', '[]', '', 0, 0)`.execute(db),
             /seq must lie in its user's range/,
           );
-          // Nor a note without its listing (notes migration 0006), wherever its rowid lies.
-          await assert.rejects(
-            sql`INSERT INTO notes (seq, id, user_id, title, content, content_text, created_at, updated_at)
-              VALUES (${nextNoteSeq(user.id)}, ${crypto.randomUUID()}, ${user.id}, 't', '[]', '', 0, 0)`.execute(
-              db,
-            ),
-            /a note needs its listed_json/,
+          // In its range, the same note is taken.
+          await sql`INSERT INTO notes (seq, id, user_id, title, content, content_text, created_at, updated_at)
+            VALUES (${nextNoteSeq(user.id)}, ${crypto.randomUUID()}, ${user.id}, 't', '[]', '', 0, 0)`.execute(
+            db,
           );
         });
       }
@@ -581,11 +581,11 @@ for (const engine of testEngines()) {
         assert.equal(upper.status, 200);
         const unknown = await ada.call("GET", `/api/notes/${crypto.randomUUID()}`);
         assert.equal(unknown.status, 404);
-        assert.deepEqual(await unknown.json(), { error: "Note not found" });
+        assert.deepEqual(await unknown.json(), { error: "Note not found", code: "note_not_found" });
         for (const id of ["nope", "1", "%00", `${note.id}x`]) {
           const bad = await ada.call("GET", `/api/notes/${id}`);
           assert.equal(bad.status, 400, id);
-          assert.deepEqual(await bad.json(), { error: "Invalid note id" });
+          assert.deepEqual(await bad.json(), { error: "Invalid note id", code: "invalid_note_id" });
         }
       });
 
@@ -634,7 +634,7 @@ for (const engine of testEngines()) {
         });
         assert.equal(unknown.status, 404);
         const bad = await ada.call("PATCH", "/api/notes/nope", { title: "x" });
-        assert.deepEqual(await bad.json(), { error: "Invalid note id" });
+        assert.deepEqual(await bad.json(), { error: "Invalid note id", code: "invalid_note_id" });
       });
 
       it("DELETE answers 204, then the note is gone", async () => {

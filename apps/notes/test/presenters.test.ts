@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { listedPageJson, listingPageJson, presentNote } from "../src/presenters.ts";
-import { noteListing } from "../src/store/listing.ts";
-import type { ListedNote, Note } from "../src/store/store.ts";
+import { presentNote, presentTag } from "../src/presenters.ts";
+import type { Note } from "../src/store/store.ts";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 2_000);
 
-/** Any text, lone surrogates and control characters included (JSON.stringify escapes them). */
+/** Any text, lone surrogates and control characters included. */
 const text = fc.string({ unit: "binary", maxLength: 40 });
 /** Instants in four-digit years mostly, and some that `toISOString` writes in other forms. */
 const instant = fc.oneof(
@@ -25,80 +24,60 @@ const note = fc.record({
   tags: fc.array(tag, { maxLength: 3 }),
 });
 
-/** A note as the list reads it: content as stored (`JSON.stringify`), tags as `[[id, name, createdAt], …]`. */
-function listed(note: Note): ListedNote {
-  const tags = note.tags.map((tag) => [tag.id, tag.name, tag.createdAt]);
-  return [
-    note.id,
-    note.title,
-    JSON.stringify(note.content),
-    note.contentText,
-    note.createdAt,
-    note.updatedAt,
-    tags.length === 0 ? null : JSON.stringify(tags),
-  ];
-}
+const iso = (ms: number) => new Date(ms).toISOString();
 
-describe("listedPageJson", () => {
-  it("writes the same text as JSON.stringify of the presented page, for any notes", () => {
+describe("presentNote", () => {
+  it("gives any note's fields as they are, times as ISO 8601 UTC with milliseconds, tags in their order", () => {
     fc.assert(
-      fc.property(fc.array(note, { maxLength: 5 }), fc.nat(), (notes, total) => {
-        // The content as a request's JSON.parse would hand it over (fc.jsonValue may hold -0).
-        const stored = notes.map((n) => ({ ...n, content: JSON.parse(JSON.stringify(n.content)) }));
-        const expected = JSON.stringify({ notes: stored.map(presentNote), total });
-        assert.equal(listedPageJson({ notes: stored.map(listed), total }), expected);
-        // The same page as its notes' stored listings (what a plain page reads).
-        const listings = stored
-          .map(listed)
-          .map(
-            ([id, title, content, contentText, createdAt, updatedAt, tags]) =>
-              [noteListing(id, title, content, contentText, createdAt, updatedAt), tags, total] as [
-                string,
-                string | null,
-                number,
-              ],
-          );
-        assert.equal(listingPageJson({ notes: listings, total }), expected);
+      fc.property(note, (n) => {
+        const presented = presentNote(n);
+        assert.deepEqual(presented, {
+          id: n.id,
+          title: n.title,
+          content: n.content,
+          contentText: n.contentText,
+          createdAt: iso(n.createdAt),
+          updatedAt: iso(n.updatedAt),
+          tags: n.tags.map((t) => ({ id: t.id, name: t.name, createdAt: iso(t.createdAt) })),
+        });
+        assert.deepEqual(Object.keys(presented), [
+          "id",
+          "title",
+          "content",
+          "contentText",
+          "createdAt",
+          "updatedAt",
+          "tags",
+        ]);
+        for (const [index, t] of n.tags.entries()) {
+          assert.deepEqual(presented.tags[index], presentTag(t));
+        }
       }),
       { numRuns: RUNS },
     );
   });
 
-  it("writes hostile strings, documents and tags as JSON.stringify does", () => {
+  it("hands a hostile document through as the request's JSON.parse gave it", () => {
     const hostile = '\u0001\u001f\u007f"\\</script>\u2028\u2029\ud83d\ude00\ud800é\n\t';
-    const content = JSON.parse(
-      '{"__proto__":{"x":1},"10":true,"b":[1e21,-0,0.1,1.7976931348623157e308,"\\u2028\\"\\\\"],"a":null}',
-    );
-    const page: Note[] = [
-      {
-        id: hostile,
-        title: hostile,
-        content,
-        contentText: hostile,
-        createdAt: -1,
-        updatedAt: 253_402_300_800_000,
-        tags: [
-          { id: "t1", name: hostile, createdAt: 0 },
-          { id: "t2", name: "", createdAt: 1_764_000_000_123 },
-        ],
-      },
-      { ...emptyNote(), id: "n2" },
-    ];
-    const json = listedPageJson({ notes: page.map(listed), total: 2 });
-    assert.equal(json, JSON.stringify({ notes: page.map(presentNote), total: 2 }));
-    assert.deepEqual(Object.keys(JSON.parse(json).notes[0].content), ["10", "__proto__", "b", "a"]);
-    assert.equal(listedPageJson({ notes: [], total: 7 }), '{"notes":[],"total":7}');
+    const json =
+      '{"__proto__":{"x":1},"10":true,"b":[1e21,-0,0.1,1.7976931348623157e308,"\\u2028\\"\\\\"],"a":null}';
+    const stored: Note = {
+      id: hostile,
+      title: hostile,
+      content: JSON.parse(json),
+      contentText: hostile,
+      createdAt: -1,
+      updatedAt: 253_402_300_800_000,
+      tags: [{ id: "t1", name: hostile, createdAt: 1_764_000_000_123 }],
+    };
+    const answer = JSON.parse(JSON.stringify(presentNote(stored)));
+    assert.deepEqual(Object.keys(answer.content), ["10", "__proto__", "b", "a"]);
+    assert.equal(JSON.stringify(answer.content), JSON.stringify(JSON.parse(json)));
+    assert.equal(answer.title, hostile);
+    assert.equal(answer.createdAt, "1969-12-31T23:59:59.999Z");
+    assert.equal(answer.updatedAt, "+010000-01-01T00:00:00.000Z");
+    assert.deepEqual(answer.tags, [
+      { id: "t1", name: hostile, createdAt: "2025-11-24T16:00:00.123Z" },
+    ]);
   });
 });
-
-function emptyNote(): Note {
-  return {
-    id: "",
-    title: "",
-    content: [],
-    contentText: "",
-    createdAt: 0,
-    updatedAt: 0,
-    tags: [],
-  };
-}

@@ -5,7 +5,6 @@ import { migrateToLatest, type OpenedDatabase, openDatabase } from "@agentpass/d
 import { createTestDatabase, type TestDatabase, testEngines } from "@agentpass/db/testing";
 import fc from "fast-check";
 import { sql } from "kysely";
-import { noteListing } from "../src/store/listing.ts";
 import { notesMigrations } from "../src/store/migrations.ts";
 import type { NotesDatabase } from "../src/store/schema.ts";
 import { createNotesStore } from "../src/store/store.ts";
@@ -39,22 +38,6 @@ const operation = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant("touch" as const), pick: fc.nat(), step }),
   },
 );
-
-interface NoteRow {
-  id: string;
-  title: string;
-  content: string;
-  content_text: string;
-  created_at: number | string;
-  updated_at: number | string;
-  listed_json: string;
-}
-
-/** The listing a note's columns give (`noteListing`). */
-function listingOf(row: NoteRow): string {
-  const [createdAt, updatedAt] = [Number(row.created_at), Number(row.updated_at)];
-  return noteListing(row.id, row.title, row.content, row.content_text, createdAt, updatedAt);
-}
 
 for (const engine of testEngines()) {
   describe(`search order against a reference, writes in any order of time (${engine})`, () => {
@@ -98,22 +81,10 @@ for (const engine of testEngines()) {
                   const fields = op.words.length % 2 ? { title } : { title, contentText: "y" };
                   await store.updateNote(user.id, id, fields, undefined, now);
                 } else {
-                  // As such a tool must, it writes the note's listing with its time (0006).
-                  const [row] = (
-                    await sql<NoteRow>`SELECT * FROM notes WHERE id = ${id}`.execute(db)
-                  ).rows;
-                  assert.ok(row);
-                  const listing = listingOf({ ...row, updated_at: now });
-                  await sql`UPDATE notes SET updated_at = ${now}, listed_json = ${listing}
-                    WHERE id = ${id}`.execute(db);
+                  await sql`UPDATE notes SET updated_at = ${now} WHERE id = ${id}`.execute(db);
                 }
               }
             }
-            // Every note's stored listing is the one its columns give.
-            const rows = (
-              await sql<NoteRow>`SELECT * FROM notes WHERE user_id = ${user.id}`.execute(db)
-            ).rows;
-            for (const row of rows) assert.equal(row.listed_json, listingOf(row));
             const all = (
               await sql<{ id: string; text: string; updated_at: number }>`SELECT id,
               title || ${"\n"} || content_text AS text, updated_at

@@ -43,7 +43,7 @@ for (const engine of testEngines()) {
       await tag("Unique");
       const again = await ada.call("POST", "/api/tags", { name: "UNIQUE" });
       assert.equal(again.status, 409);
-      assert.deepEqual(await again.json(), { error: "Tag already exists" });
+      assert.deepEqual(await again.json(), { error: "Tag already exists", code: "tag_exists" });
       const other = await notes.person();
       assert.equal((await other.call("POST", "/api/tags", { name: "unique" })).status, 201);
     });
@@ -60,7 +60,10 @@ for (const engine of testEngines()) {
         assert.ok(body.details.fieldErrors.name);
       }
       const malformed = await ada.call("POST", "/api/tags", undefined, "nope");
-      assert.deepEqual(await malformed.json(), { error: "Request body must be valid JSON" });
+      assert.deepEqual(await malformed.json(), {
+        error: "Request body must be valid JSON",
+        code: "invalid_json_body",
+      });
       assert.equal((await tag("x".repeat(100))).name.length, 100);
     });
 
@@ -79,7 +82,7 @@ for (const engine of testEngines()) {
         404,
       );
       const bad = await ada.call("PATCH", "/api/tags/nope", { name: "x" });
-      assert.deepEqual(await bad.json(), { error: "Invalid tag id" });
+      assert.deepEqual(await bad.json(), { error: "Invalid tag id", code: "invalid_tag_id" });
     });
 
     it("assigns owned tags to notes, filters by tagId, and PATCH tagIds replaces the set", async () => {

@@ -5,8 +5,18 @@ export {
   type OpenDatabaseOptions,
   type OpenedDatabase,
   openDatabase,
+  type ReadOnlyDb,
+  type Write,
+  type WriteTransaction,
 } from "./open-database.ts";
-export { createPreparedQuery, createPreparedRows } from "./prepared-query.ts";
-export { createRowsReader } from "./read-rows.ts";
-export type { ReaderPool, SqlParam } from "./reader-pool.ts";
+export {
+  createPreparedQuery,
+  createPreparedRows,
+  type PreparedParam,
+  type PreparedQuery,
+  type PreparedRows,
+  type ReadSql,
+} from "./prepared-query.ts";
+export { createRowsReader, type RowsReader } from "./read-rows.ts";
+export type { ReaderPool, ReaderRow, SqlParam } from "./reader-pool.ts";
 export { isDatabaseUnavailable } from "./unavailable.ts";

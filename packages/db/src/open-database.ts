@@ -8,9 +8,10 @@ import {
   PostgresDialect,
   type PostgresPool,
   type PostgresPoolClient,
+  type Transaction,
 } from "kysely";
 import type pg from "pg";
-import { createSqliteChangeDetector, LocalWriteCounter } from "./change-detector.ts";
+import { createSqliteChangeDetector } from "./change-detector.ts";
 import { migrateToLatest } from "./migrate.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
@@ -40,18 +41,48 @@ export interface OpenDatabaseOptions {
   readerThreads?: number;
 }
 
+/**
+ * The query builder without its write statements: what a store reads through, so that its writes
+ * can only go through `write`. Raw `sql` runs on it too, for reads.
+ */
+export type ReadOnlyDb<T> = Pick<Kysely<T>, "selectFrom" | "fn" | "dynamic" | "getExecutor">;
+
+/** Runs `work` as a write (`OpenedDatabase.write`). */
+export type Write<T> = <R>(work: (db: Kysely<T>) => Promise<R>) => Promise<R>;
+
+/** Runs `work` as a write in one transaction (`OpenedDatabase.transaction`). */
+export type WriteTransaction<T> = <R>(work: (trx: Transaction<T>) => Promise<R>) => Promise<R>;
+
 export interface OpenedDatabase<T> {
+  /**
+   * The query builder, for reads (a store holds it as a `ReadOnlyDb`). The service's writes go
+   * through `write`: a write made on `db` directly is not counted by `hasChanged` in this
+   * process, so a cache of this process would keep what it replaced. Tools and tests that seed a
+   * database before anything reads it may write here.
+   */
   db: Kysely<T>;
   engine: Engine;
-  /** The raw SQLite handle (SQLite only), for the few hot-path reads that skip the query builder. */
+  /**
+   * The one way to write: runs `work`, each of whose statements commits on its own, and counts
+   * it as a write of this process from before it starts until after it ends, failed or not
+   * (SQLite: `hasChanged` sees it). `transaction` for statements that commit together.
+   */
+  write: Write<T>;
+  /** `write` of `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction: WriteTransaction<T>;
+  /**
+   * The raw SQLite handle (SQLite only), for the reads that skip the query builder
+   * (`createPreparedQuery`, `createRowsReader`). Never written through: see `write`.
+   */
   sqlite?: DatabaseSync;
   /** The PostgreSQL pool (PostgreSQL only). */
   pool?: pg.Pool;
   /** SQLite with `readerThreads` only: the threads that run long reads off the service's own. */
   readers?: ReaderPool;
   /**
-   * SQLite only: whether anything may have changed since the last call, in this process or
-   * another. Undefined on PostgreSQL, where other instances write without telling.
+   * SQLite only: whether anything may have changed since the last call: a commit by another
+   * connection or process, or a `write` of this process. Undefined on PostgreSQL, where other
+   * instances write without telling.
    */
   hasChanged?: () => boolean;
   /**
@@ -92,8 +123,8 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
   sqlite.exec("PRAGMA synchronous = NORMAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   if (options.cacheMb) sqlite.exec(`PRAGMA cache_size = -${Math.trunc(options.cacheMb * 1024)}`);
-  const writes = new LocalWriteCounter();
-  const db = new Kysely<T>({ dialect: createNodeSqliteDialect(sqlite), plugins: [writes] });
+  const db = new Kysely<T>({ dialect: createNodeSqliteDialect(sqlite) });
+  const { writes, write, transaction } = createWriter(db);
   const hasChanged = createSqliteChangeDetector(sqlite, writes);
   const threads = options.readerThreads ?? 0;
   const readers =
@@ -105,8 +136,27 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
     await db.destroy();
   }
   const migrate = (service: string, migrations: Record<string, Migration>) =>
-    migrateToLatest(db, service, migrations);
-  return { db, engine: "sqlite", sqlite, readers, hasChanged, migrate, close };
+    write((db) => migrateToLatest(db, service, migrations));
+  return { db, engine: "sqlite", write, transaction, sqlite, readers, hasChanged, migrate, close };
+}
+
+/**
+ * `write` and `transaction` over `db`, and the count of this process's writes they keep: one
+ * when a write starts and one when it ends, so a change check made while it runs sees a change,
+ * and so does the first check after it.
+ */
+function createWriter<T>(db: Kysely<T>) {
+  const writes = { count: 0 };
+  const write: Write<T> = async (work) => {
+    writes.count++;
+    try {
+      return await work(db);
+    } finally {
+      writes.count++;
+    }
+  };
+  const transaction: WriteTransaction<T> = (work) => write((db) => db.transaction().execute(work));
+  return { writes, write, transaction };
 }
 
 // bigint columns hold epoch milliseconds, well inside Number's exact range.
@@ -147,15 +197,16 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
   pool.on("error", () => {});
   pool.on("connect", (client) => client.on("error", () => {}));
   const db = new Kysely<T>({ dialect: new PostgresDialect({ pool: discardUnanswered(pool) }) });
+  const { write, transaction } = createWriter(db);
   async function migrate(service: string, migrations: Record<string, Migration>) {
     const unbounded = openPostgres<unknown>(url, { ...options, poolSize: 1, deadlineMs: 0 });
     try {
-      await migrateToLatest(unbounded.db, service, migrations);
+      await unbounded.write((db) => migrateToLatest(db, service, migrations));
     } finally {
       await unbounded.close();
     }
   }
-  return { db, engine: "postgres", pool, migrate, close: () => db.destroy() };
+  return { db, engine: "postgres", write, transaction, pool, migrate, close: () => db.destroy() };
 }
 
 /**

@@ -19,10 +19,13 @@ export interface ReaderJob {
   timeoutMs?: number | undefined;
 }
 
+/** A row a thread reads: its columns by name. */
+export type ReaderRow = Record<string, unknown>;
+
 /** A thread's answer to a `ReaderJob`; first, once its connection is open, `READY`. */
 export type ReaderReply =
   | typeof READY
-  | { id: number; rows: unknown[][]; error?: undefined }
+  | { id: number; rows: ReaderRow[]; error?: undefined }
   | { id: number; error: { message: string; code?: string; errcode?: number; errstr?: string } };
 
 /** What a thread posts once it has opened its connection and takes reads. */
@@ -47,8 +50,8 @@ export interface ReadOptions {
 }
 
 export interface ReaderPool {
-  /** The rows of `sql`, as arrays of their columns, read on one of the pool's threads. */
-  all(sql: string, params: readonly SqlParam[], options?: ReadOptions): Promise<unknown[][]>;
+  /** The rows of `sql`, each an object of its columns by name, read on one of the pool's threads. */
+  all(sql: string, params: readonly SqlParam[], options?: ReadOptions): Promise<ReaderRow[]>;
   /** Stops every thread; reads still running are refused. */
   close(): Promise<void>;
 }
@@ -76,7 +79,7 @@ export function readTimeoutError(timeoutMs: number): Error {
 }
 
 interface Job extends ReaderJob {
-  resolve(rows: unknown[][]): void;
+  resolve(rows: ReaderRow[]): void;
   reject(error: Error): void;
 }
 

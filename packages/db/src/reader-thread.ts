@@ -1,17 +1,19 @@
 /**
  * One thread of a `ReaderPool`: its own read-only connection to the SQLite file, running the
- * reads it is sent and posting back their rows as arrays of their columns.
+ * reads it is sent and posting back their rows, each an object of its columns by name.
  */
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { DatabaseSync } from "node:sqlite";
 import { parentPort, workerData } from "node:worker_threads";
 import {
   DEADLINE_FUNCTION,
   READY,
   type ReaderJob,
   type ReaderReply,
+  type ReaderRow,
   type ReaderThreadOptions,
   readTimeoutError,
 } from "./reader-pool.ts";
+import { prepareRowObjects } from "./sqlite-rows.ts";
 
 /** Statements remembered per thread; past this many the memory is cleared and starts again. */
 const MAX_STATEMENTS = 100;
@@ -20,7 +22,7 @@ const options = workerData as ReaderThreadOptions;
 
 const sqlite = new DatabaseSync(options.file, { readOnly: true, timeout: options.timeoutMs });
 if (options.cacheMb) sqlite.exec(`PRAGMA cache_size = -${Math.trunc(options.cacheMb * 1024)}`);
-const statements = new Map<string, StatementSync>();
+const statements = new Map<string, ReturnType<typeof prepareRowObjects>>();
 
 /** The deadline of the read running now (`performance.now()` time); none between reads. */
 let deadline = Number.POSITIVE_INFINITY;
@@ -32,12 +34,11 @@ sqlite.function(DEADLINE_FUNCTION, () => {
   return 1;
 });
 
-function statementOf(sql: string): StatementSync {
+function statementOf(sql: string) {
   let statement = statements.get(sql);
   if (!statement) {
     if (statements.size >= MAX_STATEMENTS) statements.clear();
-    statement = sqlite.prepare(sql);
-    statement.setReturnArrays(true);
+    statement = prepareRowObjects(sqlite, sql);
     statements.set(sql, statement);
   }
   return statement;
@@ -48,7 +49,7 @@ parentPort?.on("message", ({ id, sql, params, timeoutMs }: ReaderJob) => {
   budgetMs = timeoutMs ?? 0;
   deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : performance.now() + timeoutMs;
   try {
-    reply = { id, rows: statementOf(sql).all(...params) as unknown as unknown[][] };
+    reply = { id, rows: statementOf(sql).all(params) as ReaderRow[] };
   } catch (caught) {
     const error = caught as Error & { code?: string; errcode?: number; errstr?: string };
     reply = {

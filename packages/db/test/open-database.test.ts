@@ -11,8 +11,10 @@ describe("an SQLite database file", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "agentpass-db-mode-"));
     const database = openDatabase({ dataDir, fileName: "service.sqlite" });
     try {
-      await sql`CREATE TABLE t (x integer)`.execute(database.db);
-      await sql`INSERT INTO t VALUES (1)`.execute(database.db);
+      await database.write(async (db) => {
+        await sql`CREATE TABLE t (x integer)`.execute(db);
+        await sql`INSERT INTO t VALUES (1)`.execute(db);
+      });
       for (const file of ["service.sqlite", "service.sqlite-wal", "service.sqlite-shm"]) {
         assert.equal(statSync(join(dataDir, file)).mode & 0o777, 0o600, file);
       }

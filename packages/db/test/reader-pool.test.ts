@@ -10,7 +10,7 @@ import { createReaderPool, GIVE_UP_AFTER_MS, READ_TIMEOUT_CODE } from "../src/re
 /** A statement that counts to `n` one row at a time (~10 M rows a second). */
 const countTo = (n: number, check = "") =>
   `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ${n}${check})
-   SELECT count(*) FROM c`;
+   SELECT count(*) AS n FROM c`;
 
 function isReadTimeout(error: Error) {
   assert.equal((error as Error & { code?: string }).code, READ_TIMEOUT_CODE);
@@ -49,7 +49,7 @@ describe("reader threads (SQLite)", () => {
     }
   }
 
-  it("reads rows as arrays of their columns, parameters bound in order", async () => {
+  it("reads rows as objects of their columns by name, parameters bound in order", async () => {
     database.sqlite?.exec(
       "INSERT INTO items (id, name) VALUES (1, 'one'), (2, 'two'), (3, 'three')",
     );
@@ -58,7 +58,7 @@ describe("reader threads (SQLite)", () => {
         2,
         "three",
       ]),
-      [[2, "two"]],
+      [{ id: 2, name: "two" }],
     );
   });
 
@@ -68,10 +68,10 @@ describe("reader threads (SQLite)", () => {
       // Many reads at once, so both threads serve some of them.
       const counts = await Promise.all(
         Array.from({ length: 4 }, () =>
-          readers.all("SELECT count(*) FROM items WHERE id >= 10", []),
+          readers.all("SELECT count(*) AS n FROM items WHERE id >= 10", []),
         ),
       );
-      assert.deepEqual(counts, Array(4).fill([[id - 9]]));
+      assert.deepEqual(counts, Array(4).fill([{ n: id - 9 }]));
     }
   });
 
@@ -81,7 +81,9 @@ describe("reader threads (SQLite)", () => {
       assert.equal((error as Error & { code?: string }).code, "ERR_SQLITE_ERROR");
       return true;
     });
-    assert.deepEqual(await readers.all("SELECT name FROM items WHERE id = ?", [1]), [["one"]]);
+    assert.deepEqual(await readers.all("SELECT name FROM items WHERE id = ?", [1]), [
+      { name: "one" },
+    ]);
   });
 
   it("never writes: its connection is read-only", async () => {
@@ -138,12 +140,14 @@ describe("reader threads (SQLite)", () => {
     await withOneThread(async (pool) => {
       const start = performance.now();
       const late = pool.all(countTo(100_000_000, " AND within_deadline()"), [], { timeoutMs: 150 });
-      const behind = pool.all("SELECT count(*) FROM items", []);
+      const behind = pool.all("SELECT count(*) AS n FROM items", []);
       await assert.rejects(late, isReadTimeout);
       assert.ok(performance.now() - start < 2_000);
-      assert.deepEqual(await behind, [[53]]);
+      assert.deepEqual(await behind, [{ n: 53 }]);
       // Without a deadline, the function never stops a read.
-      assert.deepEqual(await pool.all(countTo(100_000, " AND within_deadline()"), []), [[100_000]]);
+      assert.deepEqual(await pool.all(countTo(100_000, " AND within_deadline()"), []), [
+        { n: 100_000 },
+      ]);
     });
   });
 
@@ -158,15 +162,15 @@ describe("reader threads (SQLite)", () => {
       );
       // Both wait on the same, only thread.
       const behind = [
-        pool.all("SELECT count(*) FROM items", []),
+        pool.all("SELECT count(*) AS n FROM items", []),
         pool.all("SELECT name FROM items WHERE id = ?", [1]),
       ];
       await assert.rejects(stuck, isReadTimeout);
       assert.ok((await stuckAt) >= 100 + GIVE_UP_AFTER_MS - 20);
       assert.ok((await stuckAt) < 1_000, `given up after ${await stuckAt} ms`);
-      assert.deepEqual(await Promise.all(behind), [[[53]], [["one"]]]);
+      assert.deepEqual(await Promise.all(behind), [[{ n: 53 }], [{ name: "one" }]]);
       assert.ok(performance.now() - start < 1_500, "the reads behind did not wait for it");
-      assert.deepEqual(await pool.all("SELECT count(*) FROM items", []), [[53]]);
+      assert.deepEqual(await pool.all("SELECT count(*) AS n FROM items", []), [{ n: 53 }]);
     });
   });
 
@@ -176,8 +180,8 @@ describe("reader threads (SQLite)", () => {
       // runs well within its own 300 ms.
       const first = pool.all(countTo(10_000_000), []);
       const second = pool.all(countTo(300_000), [], { timeoutMs: 300 });
-      assert.deepEqual(await first, [[10_000_000]]);
-      assert.deepEqual(await second, [[300_000]]);
+      assert.deepEqual(await first, [{ n: 10_000_000 }]);
+      assert.deepEqual(await second, [{ n: 300_000 }]);
     });
   });
 
@@ -186,8 +190,8 @@ describe("reader threads (SQLite)", () => {
     const script = `
       import { openDatabase } from ${JSON.stringify(new URL("../src/index.ts", import.meta.url).href)};
       const database = openDatabase({ dataDir: ${JSON.stringify(dataDir)}, fileName: "test.sqlite", readerThreads: 2 });
-      const rows = await Promise.all([1, 2, 3].map(() => database.readers.all("SELECT count(*) FROM items", [])));
-      console.log(JSON.stringify(rows.map((r) => r[0][0] > 0)));
+      const rows = await Promise.all([1, 2, 3].map(() => database.readers.all("SELECT count(*) AS n FROM items", [])));
+      console.log(JSON.stringify(rows.map((r) => r[0].n > 0)));
     `;
     const file = join(dataDir, "script.mjs");
     writeFileSync(file, script);

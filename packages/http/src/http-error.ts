@@ -3,40 +3,78 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
 
+/** One refusal of a service's error table: a stable machine code, its status and message. */
+export interface ErrorDef {
+  readonly code: string;
+  readonly status: number;
+  readonly message: string;
+}
+
 /**
- * The one error type: a status and a message answered as `{ error }`. Routes on the hot path
- * `return renderError(c, error)` with a prebuilt instance instead of throwing (measured: a
- * throw through the framework costs ~50 µs a request); anything may still throw one.
+ * A service's error table: every refusal it answers, by stable machine code. The table feeds the
+ * answers (`{ "error": message, "code": code }`) and the OpenAPI document.
+ */
+export function defineErrors<const T extends Record<string, { status: number; message: string }>>(
+  table: T,
+): { readonly [K in keyof T & string]: { code: K; status: T[K]["status"]; message: string } } {
+  return Object.fromEntries(
+    Object.entries(table).map(([code, { status, message }]) => [code, { code, status, message }]),
+  ) as never;
+}
+
+/** The refusals every service shares. */
+export const COMMON_ERRORS = defineErrors({
+  body_too_large: { status: 413, message: "Request body too large" },
+  body_incomplete: { status: 400, message: "Request body incomplete" },
+  not_found: { status: 404, message: "Not found" },
+  method_not_allowed: { status: 405, message: "Method not allowed" },
+  rate_limited: { status: 429, message: "Too many requests" },
+  internal_error: { status: 500, message: "Internal server error" },
+  unavailable: { status: 503, message: "Service unavailable" },
+});
+
+/**
+ * The one error type: a status, a message and a machine code, answered as `{ error, code }`.
+ * Handlers on the hot path return a prebuilt instance instead of throwing; anything may still
+ * throw one.
  */
 export class HttpError extends Error {
   readonly status: ContentfulStatusCode;
+  readonly code: string;
   readonly headers: Record<string, string> | undefined;
-  /** More fields of the JSON body beside `error`, such as validation `details`. */
+  /** More fields of the JSON body beside `error` and `code`, such as validation `details`. */
   readonly extra: Record<string, unknown> | undefined;
 
   constructor(
-    status: ContentfulStatusCode,
-    message: string,
-    headers?: Record<string, string>,
-    extra?: Record<string, unknown>,
+    def: ErrorDef,
+    options: {
+      headers?: Record<string, string> | undefined;
+      extra?: Record<string, unknown> | undefined;
+      /** A message other than the table's (one that names a limit, say). */
+      message?: string;
+    } = {},
   ) {
-    super(message);
-    this.status = status;
-    this.headers = headers;
-    this.extra = extra;
+    super(options.message ?? def.message);
+    this.status = def.status as ContentfulStatusCode;
+    this.code = def.code;
+    this.headers = options.headers;
+    this.extra = options.extra;
+  }
+
+  /** The JSON body: `{ error, code, ...extra }`. */
+  get body(): Record<string, unknown> {
+    return { error: this.message, code: this.code, ...this.extra };
   }
 }
 
-const ABORTED = "Request body incomplete";
-
 /** The client closed its request before sending the whole body. */
 export function requestAborted(): HttpError {
-  return new HttpError(400, ABORTED);
+  return new HttpError(COMMON_ERRORS.body_incomplete);
 }
 
 /** 401 answers name the scheme the caller must use. */
-export function unauthorized(message: string): HttpError {
-  return new HttpError(401, message, { "WWW-Authenticate": "Bearer" });
+export function unauthorized(def: ErrorDef): HttpError {
+  return new HttpError(def, { headers: { "WWW-Authenticate": "Bearer" } });
 }
 
 /** An answer built outside a framework: status, JSON body, headers. */
@@ -55,24 +93,27 @@ export interface PlainAnswer {
 export function answerError(
   error: unknown,
   logger: Logger,
-  request: { method: string; path: string },
+  request: { method: string; path: string; requestId?: string },
   isUnavailable: (error: unknown) => boolean = () => false,
 ): PlainAnswer {
   if (error instanceof HttpError) {
-    if (error.message === ABORTED) logger.info(request, "client closed the request mid-body");
-    const body = error.extra ? { error: error.message, ...error.extra } : { error: error.message };
-    return { status: error.status, body, headers: error.headers ?? {} };
+    if (error.code === COMMON_ERRORS.body_incomplete.code) {
+      logger.info(request, "client closed the request mid-body");
+    }
+    return { status: error.status, body: error.body, headers: error.headers ?? {} };
   }
   if (isUnavailable(error)) {
     const reason = error instanceof Error ? error.message : String(error);
     logger.warn({ ...request, reason }, "unavailable");
-    return { status: 503, body: { error: "Service unavailable" }, headers: { "Retry-After": "5" } };
+    const { message, code } = COMMON_ERRORS.unavailable;
+    return { status: 503, body: { error: message, code }, headers: { "Retry-After": "5" } };
   }
-  const requestId = randomUUID();
+  const requestId = request.requestId ?? randomUUID();
   logger.error({ err: error, requestId, ...request }, "request failed");
+  const { message, code } = COMMON_ERRORS.internal_error;
   return {
     status: 500,
-    body: { error: "Internal server error", requestId },
+    body: { error: message, code, requestId },
     headers: { "X-Request-Id": requestId },
   };
 }
@@ -83,7 +124,9 @@ export function createErrorHandler(
   isUnavailable: (error: unknown) => boolean = () => false,
 ) {
   return (error: Error, c: Context) => {
-    if (error instanceof HttpError && error.message !== ABORTED) return renderError(c, error);
+    if (error instanceof HttpError && error.code !== COMMON_ERRORS.body_incomplete.code) {
+      return renderError(c, error);
+    }
     const answer = answerError(
       error,
       logger,
@@ -95,8 +138,7 @@ export function createErrorHandler(
 }
 
 export function renderError(c: Context, error: HttpError): Response {
-  const body = error.extra ? { error: error.message, ...error.extra } : { error: error.message };
-  return c.json(body, error.status, error.headers);
+  return c.json(error.body, error.status, error.headers);
 }
 
 export type BearerCredential =

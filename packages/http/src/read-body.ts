@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
-import { HttpError, requestAborted } from "./http-error.ts";
+import { COMMON_ERRORS, HttpError, requestAborted } from "./http-error.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const NO_BYTES = new Uint8Array(0);
@@ -29,6 +29,15 @@ export async function readIncomingJson(
 ): Promise<JsonBody> {
   if (Number(incoming.headers["content-length"]) > maxBytes) throw tooLarge();
   return parseJsonText(decode(await readIncoming(incoming, maxBytes)));
+}
+
+/** The body of a plain Node request as UTF-8 text (undefined when it is not); 413 over `maxBytes`. */
+export async function readIncomingText(
+  incoming: IncomingMessage,
+  maxBytes: number,
+): Promise<string | undefined> {
+  if (Number(incoming.headers["content-length"]) > maxBytes) throw tooLarge();
+  return decode(await readIncoming(incoming, maxBytes));
 }
 
 function parseJsonText(text: string | undefined): JsonBody {
@@ -63,7 +72,7 @@ function decode(bytes: Uint8Array): string | undefined {
   }
 }
 
-/** Plain stream events: measured ~15 µs cheaper per request than `for await` over the stream. */
+/** Plain stream events, which allocate less per request than `for await` over the stream. */
 function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
   // A request without a body arrives already ended (the servers run `optimizeEmptyRequests`).
   if (incoming.readableEnded) return Promise.resolve(NO_BYTES);
@@ -114,5 +123,5 @@ async function readFetchBody(request: Request, maxBytes: number): Promise<Uint8A
 }
 
 function tooLarge(): HttpError {
-  return new HttpError(413, "Request body too large");
+  return new HttpError(COMMON_ERRORS.body_too_large);
 }

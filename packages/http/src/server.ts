@@ -1,13 +1,11 @@
-import { createServer, type RequestListener } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
-import type { FastPath } from "./fast-path.ts";
+import type { Duplex } from "node:stream";
+import type { Listener } from "./api-router.ts";
 
-/** A service as the server needs it: a Fetch handler and a way to close what it holds. */
+/** A service as the server needs it: what answers its requests, and a way to close what it holds. */
 export interface ServableService {
-  app: { fetch: (request: Request, env: never) => Response | Promise<Response> };
-  /** Answers the requests it claims (returns true) before the Fetch handler sees them. */
-  fastPath?: FastPath;
+  listener: Listener;
   close(): Promise<void>;
 }
 
@@ -46,46 +44,67 @@ export function startServer(
   service: ServableService,
   options: ServerOptions,
 ): Promise<RunningServer> {
-  const limits = { ...SOCKET_LIMITS, ...options.limits };
+  const server = createHttpServer(service.listener, options.limits);
+  if (options.maxConnections) server.maxConnections = options.maxConnections;
   return new Promise((resolve, reject) => {
-    const { fastPath } = service;
-    const server = serve(
-      {
-        fetch: service.app.fetch as never,
-        port: options.port,
-        hostname: options.host,
-        // A request without a body (a GET, a bare POST) arrives already ended instead of
-        // emitting 'end' on a later tick: measured ~11 % less CPU per mint, a bodyless POST.
-        // Body readers check `readableEnded` first (`readIncoming`; Hono's adapter does).
-        createServer: ((serverOptions: object, listener: RequestListener) =>
-          createServer(
-            {
-              ...serverOptions,
-              optimizeEmptyRequests: true,
-              headersTimeout: limits.headersTimeoutMs,
-              requestTimeout: limits.requestTimeoutMs,
-              keepAliveTimeout: limits.keepAliveTimeoutMs,
-              connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
-            },
-            (request, response) => {
-              if (!fastPath?.(request, response)) listener(request, response);
-            },
-          )) as typeof createServer,
-      },
-      (info: AddressInfo) => {
-        const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
-        resolve({
-          url: `http://${host.includes(":") ? `[${host}]` : host}:${info.port}`,
-          port: info.port,
-          close: () =>
-            new Promise<void>((done) => {
-              server.close(() => service.close().then(done, done));
-              if ("closeIdleConnections" in server) server.closeIdleConnections();
-            }),
-        });
-      },
-    );
-    if (options.maxConnections) server.maxConnections = options.maxConnections;
     server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      const { port } = server.address() as AddressInfo;
+      const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
+      resolve({
+        url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+        port,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => service.close().then(done, done));
+            server.closeIdleConnections();
+          }),
+      });
+    });
   });
+}
+
+/**
+ * The `node:http` server every service runs on: the socket limits, and JSON answers to requests
+ * Node refuses itself.
+ */
+export function createHttpServer(listener: Listener, overrides?: Partial<typeof SOCKET_LIMITS>) {
+  const limits = { ...SOCKET_LIMITS, ...overrides };
+  const server = createServer(
+    {
+      // A request without a body (a GET, a bare POST) arrives already ended instead of emitting
+      // 'end' on a later tick; body readers check `readableEnded` first.
+      optimizeEmptyRequests: true,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
+    },
+    listener,
+  );
+  server.on("clientError", answerClientError);
+  return server;
+}
+
+/**
+ * A request Node refuses before any handler sees it (headers over its 16 KiB limit, a malformed
+ * request line) is answered as every other refusal, in JSON, instead of Node's bare status line.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable || (error.code as string) === "ECONNRESET") {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, message, code] =
+    error.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "Request Header Fields Too Large", "Request headers too large", "headers_too_large"]
+      : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "Request Timeout", "Request timeout", "request_timeout"]
+        : [400, "Bad Request", "Bad request", "bad_request"];
+  const body = JSON.stringify({ error: message, code });
+  // Written, then closed: a client that sent a broken request gets no second chance on it.
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
 }

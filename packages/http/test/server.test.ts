@@ -2,10 +2,12 @@ import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
+import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
 import pino from "pino";
 import {
   createErrorHandler,
+  type Listener,
   type RunningServer,
   readJsonBody,
   SOCKET_LIMITS,
@@ -27,7 +29,8 @@ function echoService() {
   const app = new Hono();
   app.onError(createErrorHandler(logger, () => true));
   app.post("/echo", async (c) => c.json(await readJsonBody(c, 1 << 20)));
-  return { lines, service: { app, close: async () => {} } };
+  const listener = getRequestListener(app.fetch) as Listener;
+  return { lines, service: { listener, close: async () => {} } };
 }
 
 /** A raw connection; resolves with it once connected. */

@@ -3,7 +3,31 @@ import type { Verifier } from "./create-verifier.ts";
 /** The outcome of authenticating one request, with the answer to give when it fails. */
 export type AuthResult =
   | { ok: true; email: string }
-  | { ok: false; status: 401 | 503; error: string };
+  | {
+      ok: false;
+      status: 401 | 503;
+      error: string;
+      code: "session_token_missing" | "session_token_invalid" | "identity_unavailable";
+    };
+
+const MISSING = {
+  ok: false,
+  status: 401,
+  error: "Missing session token",
+  code: "session_token_missing",
+} as const;
+const REJECTED = {
+  ok: false,
+  status: 401,
+  error: "Invalid or expired session token",
+  code: "session_token_invalid",
+} as const;
+const UNAVAILABLE = {
+  ok: false,
+  status: 503,
+  error: "Identity service unavailable",
+  code: "identity_unavailable",
+} as const;
 
 /**
  * The header an agent sends its session token in.
@@ -30,15 +54,14 @@ export function failureHeaders(status: 401 | 503): Record<string, string> {
 }
 
 /**
- * Authenticates a request (a Fetch `Request`, or the header's value) as DESIGN.md section 6
- * says: no token → 401 `Missing session token`; a token AgentPass rejects → 401 `Invalid or
+ * Authenticates a request (a Fetch `Request`, or the header's value): no token → 401 `Missing session token`; a token AgentPass rejects → 401 `Invalid or
  * expired session token`; AgentPass unreachable, failing, or refusing your own partner key →
  * 503 `Identity service unavailable` — never a 401 (the agent must not re-mint for your
  * outage) and never a pass.
  *
  * @example
  * const auth = await authenticate(verifier, request);
- * if (!auth.ok) return Response.json({ error: auth.error }, { status: auth.status });
+ * if (!auth.ok) return Response.json({ error: auth.error, code: auth.code }, { status: auth.status });
  */
 export async function authenticate(
   verifier: Verifier,
@@ -46,13 +69,10 @@ export async function authenticate(
 ): Promise<AuthResult> {
   const token =
     typeof input === "string" || input == null ? input : input.headers.get(SESSION_TOKEN_HEADER);
-  if (!token) return { ok: false, status: 401, error: "Missing session token" };
+  if (!token) return MISSING;
   const result = await verifier.verify(token);
   if (result.ok) return { ok: true, email: result.email };
   const tokenRejected =
-    (result.status === 401 && result.error === "Invalid or expired session token") ||
-    result.status === 400;
-  return tokenRejected
-    ? { ok: false, status: 401, error: "Invalid or expired session token" }
-    : { ok: false, status: 503, error: "Identity service unavailable" };
+    result.code === "session_token_invalid" || result.code === "session_token_field_invalid";
+  return tokenRejected ? REJECTED : UNAVAILABLE;
 }

@@ -1,4 +1,4 @@
-import { NETWORK_ERROR, TOKEN_EXPIRES_HEADER, type VerifyResult } from "./result.ts";
+import { LOCAL_CODES, NETWORK_ERROR, TOKEN_EXPIRES_HEADER, type VerifyResult } from "./result.ts";
 
 export interface CallOptions {
   endpoint: string;
@@ -29,7 +29,7 @@ export async function callVerify(options: CallOptions): Promise<VerifyResult> {
     });
     text = await response.text();
   } catch {
-    return { ok: false, error: NETWORK_ERROR, status: 0 };
+    return { ok: false, error: NETWORK_ERROR, status: 0, code: LOCAL_CODES.networkError };
   }
   const body = parseJson(text);
   const status = response.status;
@@ -40,9 +40,15 @@ export async function callVerify(options: CallOptions): Promise<VerifyResult> {
       : { ok: true, email: body.email, status: 200 };
   }
   if (status !== 200 && typeof body?.error === "string") {
-    return { ok: false, error: body.error, status };
+    const code = typeof body.code === "string" ? body.code : LOCAL_CODES.unexpectedResponse;
+    return { ok: false, error: body.error, status, code };
   }
-  return { ok: false, error: `Unexpected response from AgentPass (HTTP ${status})`, status };
+  return {
+    ok: false,
+    error: `Unexpected response from AgentPass (HTTP ${status})`,
+    status,
+    code: LOCAL_CODES.unexpectedResponse,
+  };
 }
 
 function parseJson(text: string): Record<string, unknown> | null {

@@ -120,8 +120,7 @@ interface SyncHash {
 }
 
 // Node (20.16+) and runtimes that imitate it offer a synchronous one-shot SHA-256; WebCrypto's
-// digest is a thread-pool job and a promise, measured at 13 % of the notes API's CPU on its list
-// route (and the one-shot `hash` at 250 ns a token against 580 for a `Hash` object).
+// digest is a thread-pool job and a promise on every authenticated request.
 const syncHash = (
   globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
 ).process?.getBuiltinModule?.("node:crypto") as SyncHash | undefined;
@@ -143,13 +142,19 @@ function environment(name: string): string | undefined {
 /** Whether a result says the partner's own key is at fault. */
 function faultOf(result: VerifyResult): VerifierFault | null {
   if (result.ok) return null;
-  if (result.status === 403) {
-    return { code: "partner_key_revoked", message: "AgentPass: your partner key has been revoked" };
+  switch (result.code) {
+    case "partner_key_revoked":
+      return {
+        code: "partner_key_revoked",
+        message: "AgentPass: your partner key has been revoked",
+      };
+    case "partner_key_invalid":
+    case "partner_key_missing":
+    case "partner_key_missing_or_invalid":
+      return { code: "partner_key_invalid", message: "AgentPass: your partner key is not valid" };
+    default:
+      return null;
   }
-  if (result.status === 401 && /partner key/i.test(result.error)) {
-    return { code: "partner_key_invalid", message: "AgentPass: your partner key is not valid" };
-  }
-  return null;
 }
 
 function reportOnConsole(fault: VerifierFault): void {

@@ -51,7 +51,7 @@ export function agentPassAuth(verifierOrOptions: Verifier | VerifierOptions = {}
         for (const [name, value] of Object.entries(failureHeaders(auth.status))) {
           res.setHeader(name, value);
         }
-        res.end(JSON.stringify({ error: auth.error }));
+        res.end(JSON.stringify({ error: auth.error, code: auth.code }));
       },
       (error: unknown) => next(error),
     );

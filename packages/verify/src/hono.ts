@@ -23,7 +23,11 @@ export function agentPassAuth(
   return async (c, next) => {
     const auth = await authenticate(verifier, c.req.header(SESSION_TOKEN_HEADER));
     if (!auth.ok) {
-      return c.json({ error: auth.error }, auth.status, failureHeaders(auth.status));
+      return c.json(
+        { error: auth.error, code: auth.code },
+        auth.status,
+        failureHeaders(auth.status),
+      );
     }
     c.set("agentpassEmail", auth.email);
     await next();

@@ -13,5 +13,5 @@ export {
   type VerifierFault,
   type VerifierOptions,
 } from "./create-verifier.ts";
-export { DEFAULT_API_URL, NETWORK_ERROR, type VerifyResult } from "./result.ts";
+export { DEFAULT_API_URL, LOCAL_CODES, NETWORK_ERROR, type VerifyResult } from "./result.ts";
 export { verify } from "./verify.ts";

@@ -1,14 +1,29 @@
 /**
- * What a verification tells a partner. `status` is the HTTP status, or 0 when none came back.
+ * What a verification tells a partner. `status` is the HTTP status, or 0 when none came back;
+ * `code` is the failure's stable machine code (AgentPass's own, or one of `LOCAL_CODES`): switch
+ * on it, never on `error`, which is for people.
  *
  * @example
  * const result = await verify(partnerKey, token);
  * if (result.ok) console.log(result.email);
- * else if (result.status === 403) console.error("rotate the partner key");
+ * else if (result.code === "partner_key_revoked") console.error("rotate the partner key");
  */
 export type VerifyResult =
   | { ok: true; email: string; status: 200; expiresAt?: Date }
-  | { ok: false; error: string; status: number };
+  | { ok: false; error: string; status: number; code: string };
+
+/**
+ * The codes of failures found before or without an answer from AgentPass; every other code is
+ * AgentPass's own (`session_token_invalid`, `partner_key_revoked`, … in its API reference).
+ */
+export const LOCAL_CODES = {
+  /** AgentPass could not be reached, or did not answer in time. */
+  networkError: "network_error",
+  /** `apiUrl` is not an http(s) URL. */
+  invalidApiUrl: "invalid_api_url",
+  /** AgentPass answered something that is not its API's answer (a proxy's error page, say). */
+  unexpectedResponse: "unexpected_response",
+} as const;
 
 /**
  * The public AgentPass service. Pass another `apiUrl` for local development or self-hosting.
@@ -19,10 +34,11 @@ export type VerifyResult =
 export const DEFAULT_API_URL = "https://agentpass.dev";
 
 /**
- * The error text of a result when the service could not be reached (spec section 2).
+ * The error text of a result when the service could not be reached (its code is
+ * `network_error`).
  *
  * @example
- * if (!result.ok && result.error === NETWORK_ERROR) return retryLater();
+ * if (!result.ok && result.code === "network_error") return retryLater();
  */
 export const NETWORK_ERROR = "Network error: cannot reach API";
 

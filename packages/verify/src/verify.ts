@@ -1,5 +1,5 @@
 import { callVerify } from "./call-verify.ts";
-import { DEFAULT_API_URL, DEFAULT_TIMEOUT_MS, type VerifyResult } from "./result.ts";
+import { DEFAULT_API_URL, DEFAULT_TIMEOUT_MS, LOCAL_CODES, type VerifyResult } from "./result.ts";
 
 /**
  * Asks AgentPass who a session token belongs to. Never throws, whatever the arguments.
@@ -58,14 +58,26 @@ export function checkArguments(
   endpoint: string | null,
 ): VerifyResult | null {
   if (endpoint === null) {
-    return { ok: false, error: "Invalid apiUrl: expected an http(s) URL", status: 0 };
+    return {
+      ok: false,
+      error: "Invalid apiUrl: expected an http(s) URL",
+      status: 0,
+      code: LOCAL_CODES.invalidApiUrl,
+    };
   }
   if (typeof partnerKey !== "string" || partnerKey.trim() === "") {
-    return { ok: false, error: "Missing partner key", status: 401 };
+    return { ok: false, error: "Missing partner key", status: 401, code: "partner_key_missing" };
   }
-  if (/[\r\n\0]/.test(partnerKey)) return { ok: false, error: "Invalid partner key", status: 401 };
+  if (/[\r\n\0]/.test(partnerKey)) {
+    return { ok: false, error: "Invalid partner key", status: 401, code: "partner_key_invalid" };
+  }
   if (typeof sessionToken !== "string" || sessionToken === "") {
-    return { ok: false, error: "Missing or invalid sessionToken", status: 400 };
+    return {
+      ok: false,
+      error: "Missing or invalid sessionToken",
+      status: 400,
+      code: "session_token_field_invalid",
+    };
   }
   return null;
 }

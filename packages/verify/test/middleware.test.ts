@@ -41,7 +41,7 @@ describe("authenticate() and the middlewares", () => {
       headers: value === undefined ? {} : { "x-session-token": value },
     });
 
-  it("answers each case as DESIGN.md section 6 says", async () => {
+  it("answers no token 401, a rejected token 401, and AgentPass down or refusing the partner key 503", async () => {
     assert.deepEqual(await authenticate(verifier, request(token)), {
       ok: true,
       email: "mw@example.com",
@@ -52,14 +52,21 @@ describe("authenticate() and the middlewares", () => {
         ok: false,
         status: 401,
         error: "Missing session token",
+        code: "session_token_missing",
       });
     }
     assert.deepEqual(await authenticate(verifier, request("aps_bad")), {
       ok: false,
       status: 401,
       error: "Invalid or expired session token",
+      code: "session_token_invalid",
     });
-    const unavailable = { ok: false, status: 503, error: "Identity service unavailable" };
+    const unavailable = {
+      ok: false,
+      status: 503,
+      error: "Identity service unavailable",
+      code: "identity_unavailable",
+    };
     assert.deepEqual(await authenticate(revokedVerifier, request(token)), unavailable);
     assert.deepEqual(await authenticate(downVerifier, request(token)), unavailable);
     const badKey = createVerifier({ partnerKey: "apk_nope", apiUrl: identity.url });
@@ -79,11 +86,17 @@ describe("authenticate() and the middlewares", () => {
       missing.headers.get("www-authenticate"),
       'AgentPass-Session header="x-session-token"',
     );
-    assert.deepEqual(await missing.json(), { error: "Missing session token" });
+    assert.deepEqual(await missing.json(), {
+      error: "Missing session token",
+      code: "session_token_missing",
+    });
     const down = await app(downVerifier).request("/me", { headers: { "x-session-token": token } });
     assert.equal(down.status, 503);
     assert.equal(down.headers.get("retry-after"), "5");
-    assert.deepEqual(await down.json(), { error: "Identity service unavailable" });
+    assert.deepEqual(await down.json(), {
+      error: "Identity service unavailable",
+      code: "identity_unavailable",
+    });
   });
 
   it("Express/Connect middleware sets req.agentpassEmail, or answers JSON errors", async () => {
@@ -98,8 +111,18 @@ describe("authenticate() and the middlewares", () => {
     };
     for (const [v, sent, status, body] of [
       [verifier, token, 200, { email: "mw@example.com" }],
-      [verifier, "aps_bad", 401, { error: "Invalid or expired session token" }],
-      [downVerifier, token, 503, { error: "Identity service unavailable" }],
+      [
+        verifier,
+        "aps_bad",
+        401,
+        { error: "Invalid or expired session token", code: "session_token_invalid" },
+      ],
+      [
+        downVerifier,
+        token,
+        503,
+        { error: "Identity service unavailable", code: "identity_unavailable" },
+      ],
     ] as const) {
       const server = serve(v);
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -40,7 +40,12 @@ console.log(JSON.stringify({ result, DEFAULT_API_URL, hono: typeof agentPassAuth
           execFileSync(runtime, ["check.mjs"], { cwd: app, encoding: "utf8" }),
         );
         assert.deepEqual(output, {
-          result: { ok: false, error: "Network error: cannot reach API", status: 0 },
+          result: {
+            ok: false,
+            error: "Network error: cannot reach API",
+            status: 0,
+            code: "network_error",
+          },
           DEFAULT_API_URL: "https://agentpass.dev",
           hono: "function",
         });

@@ -61,6 +61,7 @@ describe("verify() against the real identity service", () => {
     assert.deepEqual(await verify(partnerKey, "aps_nope", identity.url), {
       ok: false,
       error: "Invalid or expired session token",
+      code: "session_token_invalid",
       status: 401,
     });
   });
@@ -71,13 +72,19 @@ describe("verify() against the real identity service", () => {
     assert.deepEqual(await verify(partnerKey, token, identity.url), {
       ok: false,
       error: "Invalid or expired session token",
+      code: "session_token_invalid",
       status: 401,
     });
   });
 
   it("reports an unknown partner key (401)", async () => {
     const result = await verify("apk_unknown", await mint(), identity.url);
-    assert.deepEqual(result, { ok: false, error: "Invalid partner key", status: 401 });
+    assert.deepEqual(result, {
+      ok: false,
+      error: "Invalid partner key",
+      status: 401,
+      code: "partner_key_invalid",
+    });
   });
 
   it("refuses an empty partner key or token without a request, with the service's words", async () => {
@@ -85,11 +92,13 @@ describe("verify() against the real identity service", () => {
     assert.deepEqual(await verify("", "aps_x", url), {
       ok: false,
       error: "Missing partner key",
+      code: "partner_key_missing",
       status: 401,
     });
     assert.deepEqual(await verify(partnerKey, "", url), {
       ok: false,
       error: "Missing or invalid sessionToken",
+      code: "session_token_field_invalid",
       status: 400,
     });
   });
@@ -101,6 +110,7 @@ describe("verify() against the real identity service", () => {
     assert.deepEqual(await verify(key.key, await mint(), identity.url), {
       ok: false,
       error: "Partner key has been revoked",
+      code: "partner_key_revoked",
       status: 403,
     });
   });
@@ -165,6 +175,7 @@ describe("verify() against the real identity service", () => {
       assert.deepEqual(await verifier.verify(token), {
         ok: false,
         error: "Partner key has been revoked",
+        code: "partner_key_revoked",
         status: 403,
       });
       await verifier.verify(token);
@@ -221,6 +232,7 @@ describe("verify() when the service misbehaves", () => {
     assert.deepEqual(await verify("apk_x", "aps_x", "not a url"), {
       ok: false,
       error: "Invalid apiUrl: expected an http(s) URL",
+      code: "invalid_api_url",
       status: 0,
     });
   });
@@ -229,6 +241,7 @@ describe("verify() when the service misbehaves", () => {
     assert.deepEqual(await verify("apk_x", "aps_x", await closedPortUrl()), {
       ok: false,
       error: NETWORK_ERROR,
+      code: "network_error",
       status: 0,
     });
     assert.equal(NETWORK_ERROR, "Network error: cannot reach API");
@@ -241,6 +254,7 @@ describe("verify() when the service misbehaves", () => {
       assert.deepEqual(await verifier.verify("aps_x"), {
         ok: false,
         error: NETWORK_ERROR,
+        code: "network_error",
         status: 0,
       });
     } finally {
@@ -258,6 +272,7 @@ describe("verify() when the service misbehaves", () => {
       assert.deepEqual(await verify("apk_x", "aps_x", url), {
         ok: false,
         error: "Unexpected response from AgentPass (HTTP 502)",
+        code: "unexpected_response",
         status: 502,
       });
     } finally {
@@ -274,6 +289,7 @@ describe("verify() when the service misbehaves", () => {
       assert.deepEqual(await verify("apk_x", "aps_x", url), {
         ok: false,
         error: "Internal server error",
+        code: "unexpected_response",
         status: 500,
       });
     } finally {
@@ -290,6 +306,7 @@ describe("verify() when the service misbehaves", () => {
       assert.deepEqual(await verify("apk_x", "aps_x", url), {
         ok: false,
         error: "Unexpected response from AgentPass (HTTP 200)",
+        code: "unexpected_response",
         status: 200,
       });
     } finally {

@@ -1,4 +1,5 @@
-import { type Kysely, sql } from "kysely";
+import type { OpenedDatabase } from "@agentpass/db";
+import { sql } from "kysely";
 import type { IdentityDatabase } from "./schema.ts";
 
 /** Rows deleted by one statement: a purge never holds a table's locks for long. */
@@ -23,7 +24,7 @@ const EXPIRING = [
  * Answers the number of rows deleted, by table.
  */
 export async function purgeExpired(
-  db: Kysely<IdentityDatabase>,
+  database: Pick<OpenedDatabase<IdentityDatabase>, "write">,
   now: number,
 ): Promise<Record<string, number>> {
   const deleted: Record<string, number> = {};
@@ -31,9 +32,11 @@ export async function purgeExpired(
     const before = table === "rate_limits" ? now - RATE_LIMIT_RETENTION_MS : now;
     deleted[table] = 0;
     for (;;) {
-      const result = await sql`DELETE FROM ${sql.table(table)} WHERE (${sql.raw(key)}) IN (
-        SELECT ${sql.raw(key)} FROM ${sql.table(table)} WHERE ${sql.ref(column)} < ${before}
-        LIMIT ${PURGE_BATCH})`.execute(db);
+      const result = await database.write((db) =>
+        sql`DELETE FROM ${sql.table(table)} WHERE (${sql.raw(key)}) IN (
+          SELECT ${sql.raw(key)} FROM ${sql.table(table)} WHERE ${sql.ref(column)} < ${before}
+          LIMIT ${PURGE_BATCH})`.execute(db),
+      );
       const count = Number(result.numAffectedRows ?? 0n);
       deleted[table] += count;
       if (count < PURGE_BATCH) break;
@@ -50,13 +53,13 @@ export const PURGE_INTERVAL_MS = 10 * 60 * 1000;
  * one run at a time. A failed run is reported and the next one tries again.
  */
 export function schedulePurges(
-  db: Kysely<IdentityDatabase>,
+  database: Pick<OpenedDatabase<IdentityDatabase>, "write">,
   clock: () => number,
   onError: (error: unknown) => void,
 ) {
   let running: Promise<void> | undefined;
   const run = () => {
-    running ??= purgeExpired(db, clock())
+    running ??= purgeExpired(database, clock())
       .then(() => undefined, onError)
       .finally(() => {
         running = undefined;

@@ -1,5 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { createPreparedQuery, createPreparedRows, type OpenedDatabase } from "@agentpass/db";
+import {
+  createPreparedQuery,
+  createPreparedRows,
+  type OpenedDatabase,
+  type ReadOnlyDb,
+} from "@agentpass/db";
 import { type Kysely, sql } from "kysely";
 import { type ChangeCheck, createReadCaches } from "./cached-read.ts";
 import type { IdentityDatabase } from "./schema.ts";
@@ -70,12 +75,13 @@ export interface StoredSealingKey {
 const SEALING_KEYS_LOCK = 7_413_926_051;
 
 /**
- * The identity service's whole storage boundary: plain data in, plain data out. It runs
- * unchanged on SQLite and PostgreSQL. The reads of the verify and mint paths are prepared
- * statements run without the query builder (see `createPreparedQuery` for the measurement).
+ * The identity service's accounts, keys, partners and sealing keys: plain data in, plain data
+ * out. It runs unchanged on SQLite and PostgreSQL. The reads of the verify and mint paths are
+ * prepared statements run without the query builder (`createPreparedQuery`); every write goes
+ * through `database.write`, so this process's key caches see it on the next request.
  */
 export function createStore(database: OpenedDatabase<IdentityDatabase>) {
-  const { db } = database;
+  const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   const ownerColumn = (table: KeyTableName) =>
     table === "user_keys" ? ("account_id" as const) : ("partner_id" as const);
   type KeyByHash = { id: string; ownerId: string; revokedAt: number | null };
@@ -114,29 +120,32 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
    * advisory lock: two instances starting together on an empty database make one key.
    */
   async function writeSealingKeys<T>(write: (db: Kysely<IdentityDatabase>) => Promise<T>) {
-    if (database.engine === "sqlite") return write(db);
-    return db.transaction().execute(async (trx) => {
+    if (database.engine === "sqlite") return database.write(write);
+    return database.transaction(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(${SEALING_KEYS_LOCK})`.execute(trx);
       return write(trx);
     });
   }
 
   return {
-    db,
+    /** The query builder, for health checks and tests. */
+    db: database.db,
 
     async createAccount(email: string, createdAt: number): Promise<Account | null> {
       const account = { id: randomUUID(), email, created_at: createdAt };
-      const inserted = await db
-        .insertInto("accounts")
-        .values(account)
-        .onConflict((oc) => oc.column("email").doNothing())
-        .returning("id")
-        .executeTakeFirst();
+      const inserted = await database.write((db) =>
+        db
+          .insertInto("accounts")
+          .values(account)
+          .onConflict((oc) => oc.column("email").doNothing())
+          .returning("id")
+          .executeTakeFirst(),
+      );
       return inserted ? { id: account.id, email, createdAt } : null;
     },
 
     async findAccountByEmail(email: string): Promise<Account | undefined> {
-      const row = await db
+      const row = await reads
         .selectFrom("accounts")
         .selectAll()
         .where("email", "=", email)
@@ -155,17 +164,17 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
         last_used_at: null,
         revoked_at: null,
       };
-      if (table === "user_keys") {
-        await db
-          .insertInto("user_keys")
-          .values({ ...base, account_id: key.ownerId })
-          .execute();
-      } else {
-        await db
-          .insertInto("partner_keys")
-          .values({ ...base, partner_id: key.ownerId })
-          .execute();
-      }
+      await database.write((db) =>
+        table === "user_keys"
+          ? db
+              .insertInto("user_keys")
+              .values({ ...base, account_id: key.ownerId })
+              .execute()
+          : db
+              .insertInto("partner_keys")
+              .values({ ...base, partner_id: key.ownerId })
+              .execute(),
+      );
       const { secretHash: _, ...rest } = key;
       return { id, ...rest, lastUsedAt: null, revokedAt: null };
     },
@@ -186,7 +195,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
     },
 
     async findKeyById(table: KeyTableName, id: string): Promise<KeyRecord | undefined> {
-      const row = await db
+      const row = await reads
         .selectFrom(table)
         .select(keyColumns(ownerColumn(table)))
         .where("id", "=", id)
@@ -195,7 +204,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
     },
 
     async listKeys(table: KeyTableName, ownerId: string): Promise<KeyRecord[]> {
-      const rows = await db
+      const rows = await reads
         .selectFrom(table)
         .select(keyColumns(ownerColumn(table)))
         .where(ownerColumn(table), "=", ownerId)
@@ -207,19 +216,21 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
 
     /** Revokes a key; false when no unrevoked key has that id. */
     async revokeKey(table: KeyTableName, id: string, revokedAt: number): Promise<boolean> {
-      const result = await db
-        .updateTable(table)
-        .set({ revoked_at: revokedAt })
-        .where("id", "=", id)
-        .where("revoked_at", "is", null)
-        .executeTakeFirst();
+      const result = await database.write((db) =>
+        db
+          .updateTable(table)
+          .set({ revoked_at: revokedAt })
+          .where("id", "=", id)
+          .where("revoked_at", "is", null)
+          .executeTakeFirst(),
+      );
       return result.numUpdatedRows > 0n;
     },
 
     /** Records last use times gathered in memory, in one transaction. Never moves time back. */
     async recordKeyUse(table: KeyTableName, uses: ReadonlyMap<string, number>): Promise<void> {
       if (uses.size === 0) return;
-      await db.transaction().execute(async (trx) => {
+      await database.transaction(async (trx) => {
         for (const [id, at] of uses) {
           await trx
             .updateTable(table)
@@ -239,23 +250,25 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       partner: PartnerDetails & Pick<Partner, "ownerAccountId" | "createdAt">,
     ): Promise<Partner> {
       const id = randomUUID();
-      await db
-        .insertInto("partners")
-        .values({
-          id,
-          owner_account_id: partner.ownerAccountId,
-          name: partner.name,
-          website: partner.website,
-          description: partner.description,
-          listed: partner.listed ? 1 : 0,
-          created_at: partner.createdAt,
-        })
-        .execute();
+      await database.write((db) =>
+        db
+          .insertInto("partners")
+          .values({
+            id,
+            owner_account_id: partner.ownerAccountId,
+            name: partner.name,
+            website: partner.website,
+            description: partner.description,
+            listed: partner.listed ? 1 : 0,
+            created_at: partner.createdAt,
+          })
+          .execute(),
+      );
       return { id, ...partner, siteToken: null, siteVerifiedAt: null, siteVerifiedOrigin: null };
     },
 
     async findPartner(id: string): Promise<Partner | undefined> {
-      const row = await db
+      const row = await reads
         .selectFrom("partners")
         .selectAll()
         .where("id", "=", id)
@@ -264,7 +277,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
     },
 
     async listPartnersOwnedBy(accountId: string): Promise<Partner[]> {
-      const rows = await db
+      const rows = await reads
         .selectFrom("partners")
         .selectAll()
         .where("owner_account_id", "=", accountId)
@@ -276,7 +289,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
 
     /** The public directory: listed partners by name. */
     async listListedPartners(): Promise<Partner[]> {
-      const rows = await db
+      const rows = await reads
         .selectFrom("partners")
         .selectAll()
         .where("listed", "=", 1)
@@ -293,17 +306,19 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       options: { clearSiteVerification: boolean },
     ): Promise<void> {
       const cleared = { site_verified_at: null, site_verified_origin: null };
-      await db
-        .updateTable("partners")
-        .set({
-          name: fields.name,
-          website: fields.website,
-          description: fields.description,
-          listed: fields.listed ? 1 : 0,
-          ...(options.clearSiteVerification ? cleared : {}),
-        })
-        .where("id", "=", id)
-        .execute();
+      await database.write((db) =>
+        db
+          .updateTable("partners")
+          .set({
+            name: fields.name,
+            website: fields.website,
+            description: fields.description,
+            listed: fields.listed ? 1 : 0,
+            ...(options.clearSiteVerification ? cleared : {}),
+          })
+          .where("id", "=", id)
+          .execute(),
+      );
     },
 
     /**
@@ -311,13 +326,15 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
      * (two pages shown at once both show the one that was kept).
      */
     async keepPartnerSiteToken(id: string, token: string): Promise<string | undefined> {
-      await db
-        .updateTable("partners")
-        .set({ site_token: token })
-        .where("id", "=", id)
-        .where("site_token", "is", null)
-        .execute();
-      const row = await db
+      await database.write((db) =>
+        db
+          .updateTable("partners")
+          .set({ site_token: token })
+          .where("id", "=", id)
+          .where("site_token", "is", null)
+          .execute(),
+      );
+      const row = await reads
         .selectFrom("partners")
         .select("site_token")
         .where("id", "=", id)
@@ -330,19 +347,21 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       id: string,
       verified: { origin: string; at: number } | null,
     ): Promise<void> {
-      await db
-        .updateTable("partners")
-        .set({
-          site_verified_at: verified?.at ?? null,
-          site_verified_origin: verified?.origin ?? null,
-        })
-        .where("id", "=", id)
-        .execute();
+      await database.write((db) =>
+        db
+          .updateTable("partners")
+          .set({
+            site_verified_at: verified?.at ?? null,
+            site_verified_origin: verified?.origin ?? null,
+          })
+          .where("id", "=", id)
+          .execute(),
+      );
     },
 
     /** Deletes an account with its keys, partners and their keys: none verifies again. */
     async deleteAccount(accountId: string): Promise<void> {
-      await db.deleteFrom("accounts").where("id", "=", accountId).execute();
+      await database.write((db) => db.deleteFrom("accounts").where("id", "=", accountId).execute());
     },
 
     /**
@@ -398,35 +417,37 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
      * Replaces every wrapped key at once (`rewrap`), in one transaction: only if the keys are
      * exactly those given, each still wrapped as read (false: nothing changed).
      */
-    async rewrapSealingKeys(keys: { id: string; from: string; to: string }[]): Promise<boolean> {
-      const trx = await db.startTransaction().execute();
-      try {
-        // On SQLite the first statement writes, so the transaction holds the write lock from
-        // its start and what it counts below is the latest. On PostgreSQL: the writers' lock.
-        if (database.engine === "postgres") {
-          await sql`SELECT pg_advisory_xact_lock(${SEALING_KEYS_LOCK})`.execute(trx);
+    rewrapSealingKeys(keys: { id: string; from: string; to: string }[]): Promise<boolean> {
+      return database.write(async (db) => {
+        const trx = await db.startTransaction().execute();
+        try {
+          // On SQLite the first statement writes, so the transaction holds the write lock from
+          // its start and what it counts below is the latest. On PostgreSQL: the writers' lock.
+          if (database.engine === "postgres") {
+            await sql`SELECT pg_advisory_xact_lock(${SEALING_KEYS_LOCK})`.execute(trx);
+          }
+          let replaced = 0;
+          for (const key of keys) {
+            const result = await trx
+              .updateTable("sealing_keys")
+              .set({ wrapped: key.to })
+              .where("id", "=", key.id)
+              .where("wrapped", "=", key.from)
+              .executeTakeFirst();
+            replaced += Number(result.numUpdatedRows);
+          }
+          const { count } = await trx
+            .selectFrom("sealing_keys")
+            .select((eb) => eb.fn.countAll<number | string>().as("count"))
+            .executeTakeFirstOrThrow();
+          const exact = replaced === keys.length && Number(count) === keys.length;
+          await (exact ? trx.commit() : trx.rollback()).execute();
+          return exact;
+        } catch (error) {
+          await trx.rollback().execute();
+          throw error;
         }
-        let replaced = 0;
-        for (const key of keys) {
-          const result = await trx
-            .updateTable("sealing_keys")
-            .set({ wrapped: key.to })
-            .where("id", "=", key.id)
-            .where("wrapped", "=", key.from)
-            .executeTakeFirst();
-          replaced += Number(result.numUpdatedRows);
-        }
-        const { count } = await trx
-          .selectFrom("sealing_keys")
-          .select((eb) => eb.fn.countAll<number | string>().as("count"))
-          .executeTakeFirstOrThrow();
-        const exact = replaced === keys.length && Number(count) === keys.length;
-        await (exact ? trx.commit() : trx.rollback()).execute();
-        return exact;
-      } catch (error) {
-        await trx.rollback().execute();
-        throw error;
-      }
+      });
     },
   };
 }

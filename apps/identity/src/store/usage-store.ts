@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 export interface UsageBatch {
@@ -9,11 +9,14 @@ export interface UsageBatch {
 }
 
 /** Usage counters: per partner and day by outcome, and which partners learned whose email. */
-export function createUsageStore(db: Kysely<IdentityDatabase>) {
+export function createUsageStore(
+  database: Pick<OpenedDatabase<IdentityDatabase>, "db" | "transaction">,
+) {
+  const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   return {
     /** Adds a batch gathered in memory, in one transaction; partners deleted meanwhile are skipped. */
     async addUsage(batch: UsageBatch): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await database.transaction(async (trx) => {
         for (const [key, count] of batch.daily) {
           const [partnerId = "", day = "", outcome = ""] = key.split("|");
           const partner = await trx
@@ -62,7 +65,7 @@ export function createUsageStore(db: Kysely<IdentityDatabase>) {
     },
 
     async usageOf(partnerId: string, sinceDay: string) {
-      return db
+      return reads
         .selectFrom("usage_daily")
         .select(["day", "outcome", "count"])
         .where("partner_id", "=", partnerId)
@@ -72,7 +75,7 @@ export function createUsageStore(db: Kysely<IdentityDatabase>) {
     },
 
     async activityOf(accountId: string) {
-      return db
+      return reads
         .selectFrom("partner_activity")
         .innerJoin("partners", "partners.id", "partner_activity.partner_id")
         .select([

@@ -1,19 +1,24 @@
-import type { Kysely } from "kysely";
+import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 type SignInCode = IdentityDatabase["sign_in_codes"];
 type DeviceCode = IdentityDatabase["device_codes"];
 
-/** Storage of the browser side: sign-in codes, sessions and device logins. Hashes only. */
-export function createWebStore(db: Kysely<IdentityDatabase>) {
+/**
+ * Storage of the browser side: sign-in codes, sessions and device logins. Hashes only. Every
+ * write goes through `database.write`.
+ */
+export function createWebStore(database: Pick<OpenedDatabase<IdentityDatabase>, "db" | "write">) {
+  const reads: ReadOnlyDb<IdentityDatabase> = database.db;
+  const { write } = database;
   return {
     async insertSignInCode(code: SignInCode): Promise<void> {
-      await db.insertInto("sign_in_codes").values(code).execute();
+      await write((db) => db.insertInto("sign_in_codes").values(code).execute());
     },
 
     /** The newest unused, unexpired code this browser asked for. */
     async findOpenSignInCode(browserHash: string, now: number): Promise<SignInCode | undefined> {
-      return db
+      return reads
         .selectFrom("sign_in_codes")
         .selectAll()
         .where("browser_hash", "=", browserHash)
@@ -24,7 +29,7 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
     },
 
     async findSignInCodeByLink(linkHash: string): Promise<SignInCode | undefined> {
-      return db
+      return reads
         .selectFrom("sign_in_codes")
         .selectAll()
         .where("link_hash", "=", linkHash)
@@ -41,41 +46,47 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
       now: number,
       maxAttempts: number,
     ): Promise<Pick<SignInCode, "email" | "code_hash" | "browser_hash" | "attempts"> | undefined> {
-      return db
-        .updateTable("sign_in_codes")
-        .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
-        .where("id", "=", id)
-        .where("attempts", "<", maxAttempts)
-        .where("used_at", "is", null)
-        .where("expires_at", ">", now)
-        .returning(["email", "code_hash", "browser_hash", "attempts"])
-        .executeTakeFirst();
+      return write((db) =>
+        db
+          .updateTable("sign_in_codes")
+          .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
+          .where("id", "=", id)
+          .where("attempts", "<", maxAttempts)
+          .where("used_at", "is", null)
+          .where("expires_at", ">", now)
+          .returning(["email", "code_hash", "browser_hash", "attempts"])
+          .executeTakeFirst(),
+      );
     },
 
     /** Marks a code used; false when it already was (single use, even under a race). */
     async useSignInCode(id: string, now: number): Promise<boolean> {
-      const result = await db
-        .updateTable("sign_in_codes")
-        .set({ used_at: now })
-        .where("id", "=", id)
-        .where("used_at", "is", null)
-        .executeTakeFirst();
+      const result = await write((db) =>
+        db
+          .updateTable("sign_in_codes")
+          .set({ used_at: now })
+          .where("id", "=", id)
+          .where("used_at", "is", null)
+          .executeTakeFirst(),
+      );
       return result.numUpdatedRows > 0n;
     },
 
     /** Remembers that this browser signed in with `email`, until `until`. */
     async rememberBrowser(browserHash: string, email: string, until: number): Promise<void> {
-      await db
-        .insertInto("remembered_browsers")
-        .values({ browser_hash: browserHash, email, expires_at: until })
-        .onConflict((oc) =>
-          oc.columns(["browser_hash", "email"]).doUpdateSet({ expires_at: until }),
-        )
-        .execute();
+      await write((db) =>
+        db
+          .insertInto("remembered_browsers")
+          .values({ browser_hash: browserHash, email, expires_at: until })
+          .onConflict((oc) =>
+            oc.columns(["browser_hash", "email"]).doUpdateSet({ expires_at: until }),
+          )
+          .execute(),
+      );
     },
 
     async isRememberedBrowser(browserHash: string, email: string, now: number): Promise<boolean> {
-      const row = await db
+      const row = await reads
         .selectFrom("remembered_browsers")
         .select("expires_at")
         .where("browser_hash", "=", browserHash)
@@ -86,11 +97,11 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
     },
 
     async insertSession(session: IdentityDatabase["web_sessions"]): Promise<void> {
-      await db.insertInto("web_sessions").values(session).execute();
+      await write((db) => db.insertInto("web_sessions").values(session).execute());
     },
 
     async findSession(idHash: string) {
-      return db
+      return reads
         .selectFrom("web_sessions")
         .innerJoin("accounts", "accounts.id", "web_sessions.account_id")
         .select([
@@ -106,27 +117,31 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
     },
 
     async touchSession(idHash: string, now: number): Promise<void> {
-      await db
-        .updateTable("web_sessions")
-        .set({ last_seen_at: now })
-        .where("id_hash", "=", idHash)
-        .execute();
+      await write((db) =>
+        db
+          .updateTable("web_sessions")
+          .set({ last_seen_at: now })
+          .where("id_hash", "=", idHash)
+          .execute(),
+      );
     },
 
     async deleteSession(idHash: string): Promise<void> {
-      await db.deleteFrom("web_sessions").where("id_hash", "=", idHash).execute();
+      await write((db) => db.deleteFrom("web_sessions").where("id_hash", "=", idHash).execute());
     },
 
     async deleteSessionsOf(accountId: string): Promise<void> {
-      await db.deleteFrom("web_sessions").where("account_id", "=", accountId).execute();
+      await write((db) =>
+        db.deleteFrom("web_sessions").where("account_id", "=", accountId).execute(),
+      );
     },
 
     async insertDeviceCode(code: DeviceCode): Promise<void> {
-      await db.insertInto("device_codes").values(code).execute();
+      await write((db) => db.insertInto("device_codes").values(code).execute());
     },
 
     async findDeviceCodeByUserCode(userCode: string): Promise<DeviceCode | undefined> {
-      return db
+      return reads
         .selectFrom("device_codes")
         .selectAll()
         .where("user_code", "=", userCode)
@@ -134,7 +149,7 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
     },
 
     async findDeviceCode(deviceHash: string): Promise<DeviceCode | undefined> {
-      return db
+      return reads
         .selectFrom("device_codes")
         .selectAll()
         .where("device_hash", "=", deviceHash)
@@ -148,12 +163,14 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
       to: DeviceCode["status"],
       accountId: string | null,
     ): Promise<boolean> {
-      const result = await db
-        .updateTable("device_codes")
-        .set({ status: to, ...(accountId !== null && { account_id: accountId }) })
-        .where("device_hash", "=", deviceHash)
-        .where("status", "=", from)
-        .executeTakeFirst();
+      const result = await write((db) =>
+        db
+          .updateTable("device_codes")
+          .set({ status: to, ...(accountId !== null && { account_id: accountId }) })
+          .where("device_hash", "=", deviceHash)
+          .where("status", "=", from)
+          .executeTakeFirst(),
+      );
       return result.numUpdatedRows > 0n;
     },
 
@@ -162,21 +179,25 @@ export function createWebStore(db: Kysely<IdentityDatabase>) {
      * after the previous one, so of polls arriving together only one is on time.
      */
     async takeDevicePoll(deviceHash: string, now: number, intervalMs: number): Promise<boolean> {
-      const onTime = await db
-        .updateTable("device_codes")
-        .set({ last_polled_at: now })
-        .where("device_hash", "=", deviceHash)
-        .where((eb) =>
-          eb.or([eb("last_polled_at", "is", null), eb("last_polled_at", "<=", now - intervalMs)]),
-        )
-        .executeTakeFirst();
+      const onTime = await write((db) =>
+        db
+          .updateTable("device_codes")
+          .set({ last_polled_at: now })
+          .where("device_hash", "=", deviceHash)
+          .where((eb) =>
+            eb.or([eb("last_polled_at", "is", null), eb("last_polled_at", "<=", now - intervalMs)]),
+          )
+          .executeTakeFirst(),
+      );
       if (onTime.numUpdatedRows > 0n) return true;
       // Too soon: the interval starts again from this poll (RFC 8628 section 3.5, slow_down).
-      await db
-        .updateTable("device_codes")
-        .set({ last_polled_at: now })
-        .where("device_hash", "=", deviceHash)
-        .execute();
+      await write((db) =>
+        db
+          .updateTable("device_codes")
+          .set({ last_polled_at: now })
+          .where("device_hash", "=", deviceHash)
+          .execute(),
+      );
       return false;
     },
   };

@@ -28,7 +28,9 @@ export async function openTestIdentity(
   const service = await openIdentityService(loaded.config, {
     clock: options.realClock ? Date.now : () => now,
   });
-  const { ctx, app } = service;
+  const { ctx } = service;
+  /** Requests over a real loopback socket, through the service's own listener. */
+  const app = { request: service.request };
 
   const identity = {
     app,

@@ -1,10 +1,13 @@
-import type { Hono } from "hono";
+/** What the client sends requests through: a service's `request`, or a harness's `app`. */
+interface Requester {
+  request(path: string, init?: RequestInit): Promise<Response>;
+}
 
 /**
- * One browser talking to the app in-process: it keeps cookies like a browser does (name and
+ * One browser talking to the service over a loopback socket: it keeps cookies like a browser does (name and
  * value; Max-Age=0 deletes) and fills the CSRF field of forms from the last page it saw.
  */
-export function webClient(app: Hono, base = "http://localhost") {
+export function webClient(app: Requester, base = "http://localhost") {
   const jar = new Map<string, string>();
   let csrf = "";
 

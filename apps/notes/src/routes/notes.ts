@@ -1,54 +1,136 @@
-import { HttpError } from "@agentpass/http";
-import { Hono } from "hono";
-import type { NotesContext, NotesEnv } from "../context.ts";
+import { defineEndpoint, type Endpoint, HttpError } from "@agentpass/http";
+import { z } from "zod";
+import type { NotesContext } from "../context.ts";
+import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import { presentNote } from "../presenters.ts";
 import { readBody, readId, readQuery } from "../request.ts";
-import { NoteCreate, NoteListQuery, NotePatch } from "../schemas.ts";
-import type { ListQuery, NotesPage } from "../store/store.ts";
+import { NoteCreate, NoteListQuery, NotePatch, NoteSchema } from "../schemas.ts";
+import { authenticateUser } from "./authenticate.ts";
 
-const NOT_FOUND = new HttpError(404, "Note not found");
-
-/** The answer of `GET /api/notes`, here and on the fast path (`fast-list.ts`). */
-export async function notesPage(ctx: NotesContext, userId: string, query: ListQuery) {
-  return presentPage(await ctx.store.listNotes(userId, query));
-}
-
-/** The JSON form of a page of notes. */
-export function presentPage({ notes, total }: NotesPage) {
-  return { notes: notes.map(presentNote), total };
-}
+const NOT_FOUND = new HttpError(ERRORS.note_not_found);
+const SECURITY = [{ sessionToken: [] }];
+const NoteAnswer = z.object({ note: NoteSchema });
+const NotePage = z.object({ notes: z.array(NoteSchema), total: z.number().int() });
+const IdParam = z.object({ id: z.uuid().meta({ description: "The note's id" }) });
+const BODY_ERRORS = [ERRORS.invalid_json_body, ERRORS.invalid_body, ERRORS.body_too_large];
+const LIMIT_ERRORS = [ERRORS.note_limit_reached, ERRORS.text_limit_reached];
+const json = (description: string, schema: z.ZodType) => ({
+  description,
+  content: { "application/json": { schema } },
+});
 
 /** /api/notes: list and search, read, create, update, delete — the caller's notes only. */
-export function noteRoutes(ctx: NotesContext) {
-  return new Hono<NotesEnv>()
-    .get("/api/notes", async (c) =>
-      c.json(await notesPage(ctx, c.var.user.id, readQuery(c, NoteListQuery))),
-    )
-    .get("/api/notes/:id", async (c) => {
-      const note = await ctx.store.getNote(c.var.user.id, readId(c, "note"));
-      if (!note) throw NOT_FOUND;
-      return c.json({ note: presentNote(note) });
-    })
-    .post("/api/notes", async (c) => {
-      const input = await readBody(c, NoteCreate);
-      const note = await ctx.store.createNote(
-        c.var.user.id,
-        { title: input.title, content: input.content ?? [], contentText: input.contentText ?? "" },
-        input.tagIds ?? [],
-        ctx.clock(),
-      );
-      return c.json({ note: presentNote(note) }, 201);
-    })
-    .patch("/api/notes/:id", async (c) => {
-      const id = readId(c, "note");
-      const input = await readBody(c, NotePatch);
-      const { tagIds, ...fields } = input;
-      const note = await ctx.store.updateNote(c.var.user.id, id, fields, tagIds, ctx.clock());
-      if (!note) throw NOT_FOUND;
-      return c.json({ note: presentNote(note) });
-    })
-    .delete("/api/notes/:id", async (c) => {
-      if (!(await ctx.store.deleteNote(c.var.user.id, readId(c, "note")))) throw NOT_FOUND;
-      return c.body(null, 204);
-    });
+export function noteEndpoints(ctx: NotesContext): Endpoint[] {
+  return [
+    defineEndpoint({
+      method: "GET",
+      path: "/api/notes",
+      operation: {
+        operationId: "listNotes",
+        summary: "List your notes, newest-updated first; search, filter by tag, paginate",
+        security: SECURITY,
+        requestParams: { query: NoteListQuery },
+        responses: { "200": json("A page of notes and the total matching", NotePage) },
+      },
+      errors: [ERRORS.invalid_query, ...AUTH_ERRORS, ERRORS.search_timeout],
+      async handle(request) {
+        const user = await authenticateUser(ctx, request);
+        const { notes, total } = await ctx.store.listNotes(
+          user.id,
+          readQuery(request, NoteListQuery),
+        );
+        return { status: 200, body: { notes: notes.map(presentNote), total } };
+      },
+    }),
+    defineEndpoint({
+      method: "GET",
+      path: "/api/notes/{id}",
+      operation: {
+        operationId: "getNote",
+        summary: "Fetch one of your notes",
+        security: SECURITY,
+        requestParams: { path: IdParam },
+        responses: { "200": json("The note", NoteAnswer) },
+      },
+      errors: [ERRORS.invalid_note_id, ERRORS.note_not_found, ...AUTH_ERRORS],
+      async handle(request) {
+        const user = await authenticateUser(ctx, request);
+        const note = await ctx.store.getNote(user.id, readId(request, "note"));
+        if (!note) return NOT_FOUND;
+        return { status: 200, body: { note: presentNote(note) } };
+      },
+    }),
+    defineEndpoint({
+      method: "POST",
+      path: "/api/notes",
+      operation: {
+        operationId: "createNote",
+        summary: "Create a note",
+        security: SECURITY,
+        requestBody: { required: true, content: { "application/json": { schema: NoteCreate } } },
+        responses: { "201": json("The new note", NoteAnswer) },
+      },
+      errors: [...BODY_ERRORS, ...LIMIT_ERRORS, ...AUTH_ERRORS],
+      async handle(request) {
+        const user = await authenticateUser(ctx, request);
+        const input = await readBody(request, NoteCreate);
+        const note = await ctx.store.createNote(
+          user.id,
+          {
+            title: input.title,
+            content: input.content ?? [],
+            contentText: input.contentText ?? "",
+          },
+          input.tagIds ?? [],
+          ctx.clock(),
+        );
+        return { status: 201, body: { note: presentNote(note) } };
+      },
+    }),
+    defineEndpoint({
+      method: "PATCH",
+      path: "/api/notes/{id}",
+      operation: {
+        operationId: "updateNote",
+        summary:
+          "Update a note: any subset of title, content, contentText, tagIds (replaces the set)",
+        security: SECURITY,
+        requestParams: { path: IdParam },
+        requestBody: { required: true, content: { "application/json": { schema: NotePatch } } },
+        responses: { "200": json("The updated note", NoteAnswer) },
+      },
+      errors: [
+        ERRORS.invalid_note_id,
+        ...BODY_ERRORS,
+        ERRORS.note_not_found,
+        ...LIMIT_ERRORS,
+        ...AUTH_ERRORS,
+      ],
+      async handle(request) {
+        const user = await authenticateUser(ctx, request);
+        const id = readId(request, "note");
+        const { tagIds, ...fields } = await readBody(request, NotePatch);
+        const note = await ctx.store.updateNote(user.id, id, fields, tagIds, ctx.clock());
+        if (!note) return NOT_FOUND;
+        return { status: 200, body: { note: presentNote(note) } };
+      },
+    }),
+    defineEndpoint({
+      method: "DELETE",
+      path: "/api/notes/{id}",
+      operation: {
+        operationId: "deleteNote",
+        summary: "Delete a note",
+        security: SECURITY,
+        requestParams: { path: IdParam },
+        responses: { "204": { description: "Deleted" } },
+      },
+      errors: [ERRORS.invalid_note_id, ERRORS.note_not_found, ...AUTH_ERRORS],
+      async handle(request) {
+        const user = await authenticateUser(ctx, request);
+        if (!(await ctx.store.deleteNote(user.id, readId(request, "note")))) return NOT_FOUND;
+        return { status: 204 };
+      },
+    }),
+  ];
 }

@@ -1,36 +1,105 @@
-import { HttpError } from "@agentpass/http";
-import { Hono } from "hono";
-import type { NotesContext, NotesEnv } from "../context.ts";
+import { defineEndpoint, type Endpoint, HttpError } from "@agentpass/http";
+import { z } from "zod";
+import type { NotesContext } from "../context.ts";
+import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import { presentTag } from "../presenters.ts";
 import { readBody, readId } from "../request.ts";
-import { TagInput } from "../schemas.ts";
+import { TagInput, TagSchema } from "../schemas.ts";
+import { authenticateUser } from "./authenticate.ts";
 
-const NOT_FOUND = new HttpError(404, "Tag not found");
-const EXISTS = new HttpError(409, "Tag already exists");
+const NOT_FOUND = new HttpError(ERRORS.tag_not_found);
+const EXISTS = new HttpError(ERRORS.tag_exists);
+const SECURITY = [{ sessionToken: [] }];
+const TagAnswer = z.object({ tag: TagSchema });
+const IdParam = z.object({ id: z.uuid().meta({ description: "The tag's id" }) });
+const BODY_ERRORS = [ERRORS.invalid_json_body, ERRORS.invalid_body, ERRORS.body_too_large];
+const json = (description: string, schema: z.ZodType) => ({
+  description,
+  content: { "application/json": { schema } },
+});
 
 /** /api/tags: the caller's tags, by name; names unique per user ignoring case. */
-export function tagRoutes(ctx: NotesContext) {
-  return new Hono<NotesEnv>()
-    .get("/api/tags", async (c) => {
-      const tags = await ctx.store.listTags(c.var.user.id);
-      return c.json({ tags: tags.map(presentTag) });
-    })
-    .post("/api/tags", async (c) => {
-      const { name } = await readBody(c, TagInput);
-      const tag = await ctx.store.createTag(c.var.user.id, name, ctx.clock());
-      if (!tag) throw EXISTS;
-      return c.json({ tag: presentTag(tag) }, 201);
-    })
-    .patch("/api/tags/:id", async (c) => {
-      const id = readId(c, "tag");
-      const { name } = await readBody(c, TagInput);
-      const tag = await ctx.store.renameTag(c.var.user.id, id, name);
-      if (tag === "exists") throw EXISTS;
-      if (!tag) throw NOT_FOUND;
-      return c.json({ tag: presentTag(tag) });
-    })
-    .delete("/api/tags/:id", async (c) => {
-      if (!(await ctx.store.deleteTag(c.var.user.id, readId(c, "tag")))) throw NOT_FOUND;
-      return c.body(null, 204);
-    });
+export function tagEndpoints(ctx: NotesContext): Endpoint[] {
+  return [
+    defineEndpoint({
+      method: "GET",
+      path: "/api/tags",
+      operation: {
+        operationId: "listTags",
+        summary: "List your tags by name",
+        security: SECURITY,
+        responses: { "200": json("Your tags", z.object({ tags: z.array(TagSchema) })) },
+      },
+      errors: AUTH_ERRORS,
+      async handle(request) {
+        const user = await authenticateUser(ctx, request);
+        const tags = await ctx.store.listTags(user.id);
+        return { status: 200, body: { tags: tags.map(presentTag) } };
+      },
+    }),
+    defineEndpoint({
+      method: "POST",
+      path: "/api/tags",
+      operation: {
+        operationId: "createTag",
+        summary: "Create a tag (names are unique per user, ignoring case)",
+        security: SECURITY,
+        requestBody: { required: true, content: { "application/json": { schema: TagInput } } },
+        responses: { "201": json("The new tag", TagAnswer) },
+      },
+      errors: [...BODY_ERRORS, ERRORS.tag_exists, ...AUTH_ERRORS],
+      async handle(request) {
+        const user = await authenticateUser(ctx, request);
+        const { name } = await readBody(request, TagInput);
+        const tag = await ctx.store.createTag(user.id, name, ctx.clock());
+        if (!tag) return EXISTS;
+        return { status: 201, body: { tag: presentTag(tag) } };
+      },
+    }),
+    defineEndpoint({
+      method: "PATCH",
+      path: "/api/tags/{id}",
+      operation: {
+        operationId: "renameTag",
+        summary: "Rename a tag",
+        security: SECURITY,
+        requestParams: { path: IdParam },
+        requestBody: { required: true, content: { "application/json": { schema: TagInput } } },
+        responses: { "200": json("The renamed tag", TagAnswer) },
+      },
+      errors: [
+        ERRORS.invalid_tag_id,
+        ...BODY_ERRORS,
+        ERRORS.tag_not_found,
+        ERRORS.tag_exists,
+        ...AUTH_ERRORS,
+      ],
+      async handle(request) {
+        const user = await authenticateUser(ctx, request);
+        const id = readId(request, "tag");
+        const { name } = await readBody(request, TagInput);
+        const tag = await ctx.store.renameTag(user.id, id, name);
+        if (tag === "exists") return EXISTS;
+        if (!tag) return NOT_FOUND;
+        return { status: 200, body: { tag: presentTag(tag) } };
+      },
+    }),
+    defineEndpoint({
+      method: "DELETE",
+      path: "/api/tags/{id}",
+      operation: {
+        operationId: "deleteTag",
+        summary: "Delete a tag (it is removed from every note)",
+        security: SECURITY,
+        requestParams: { path: IdParam },
+        responses: { "204": { description: "Deleted" } },
+      },
+      errors: [ERRORS.invalid_tag_id, ERRORS.tag_not_found, ...AUTH_ERRORS],
+      async handle(request) {
+        const user = await authenticateUser(ctx, request);
+        if (!(await ctx.store.deleteTag(user.id, readId(request, "tag")))) return NOT_FOUND;
+        return { status: 204 };
+      },
+    }),
+  ];
 }

@@ -1,6 +1,5 @@
 import type { Engine } from "@agentpass/db";
 import { type Kysely, type Migration, sql } from "kysely";
-import { noteListing } from "./listing.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: migrations describe the schema before it is typed.
 type AnyDb = Kysely<any>;
@@ -114,7 +113,7 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
       // SQLite only: a note takes the next rowid of its user's range on every write, not only
       // when it is created, so a user's rowids run in the order of their notes' last writes, the
       // order of a list. A search then reads the newest matches straight off the end of its
-      // user's part of the index, without gathering every match first (store.ts,
+      // user's part of the index, without gathering every match first (search-sqlite.ts,
       // `newestMatchesPage`): 0.91 → 0.71 ms for 2,000 matches of 100,000 notes. Existing notes
       // are renumbered in that order (`updated_at`, then `id` descending: the last of a list gets
       // the lowest) and the index is rebuilt; the full-text index follows a note's rowid when it
@@ -149,10 +148,9 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
       },
     },
     "0006_listed_json": {
-      // Each note keeps its JSON as a list writes it, up to its tags (`noteListing`), so a plain
-      // page reads 3 columns a note instead of 8 and builds no JSON: 20 notes 29 → 14 µs,
-      // statement and text (store.ts, `plainListOf`). Existing notes get theirs here, 1,000 at a
-      // time, from the same function the store writes it with.
+      // Each note keeps its JSON as a list writes it, up to its tags (`listingOf0006`), so a plain
+      // page reads 3 columns a note instead of 8 and builds no JSON. Existing notes get theirs
+      // here, 1,000 at a time. Dropped again by 0008.
       async up(db: AnyDb) {
         await sql`ALTER TABLE notes ADD COLUMN listed_json text NOT NULL DEFAULT ''`.execute(db);
         let after = "";
@@ -170,7 +168,7 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
           if (!last) break;
           const ids = rows.map((row) => row.id);
           const listings = rows.map((row) =>
-            noteListing(
+            listingOf0006(
               row.id,
               row.title,
               row.content,
@@ -204,7 +202,7 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
     "0007_text_bytes": {
       // Each user's text, in UTF-8 bytes of title, content and content_text over all their
       // notes, kept beside the note counter by the same triggers (one UPDATE of the user a
-      // create or delete, as before), so the store can hold a user to a text cap (store.ts,
+      // create or delete, as before), so the store can hold a user to a text cap (limits.ts,
       // `refuseOverCaps`) inside the transaction of the write, without adding up their notes.
       // An update changes it only when a note's size changes.
       async up(db: AnyDb) {
@@ -216,7 +214,32 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
         else await createPostgresUserCounters(db);
       },
     },
+    "0008_drop_listed_json": {
+      // A list presents its notes from their columns, as a single note is: no note keeps its
+      // JSON any more (0006). SQLite cannot drop a column a trigger names: 0006's goes first.
+      async up(db: AnyDb) {
+        if (engine === "sqlite") await sql`DROP TRIGGER IF EXISTS notes_listed_json`.execute(db);
+        await sql`ALTER TABLE notes DROP COLUMN listed_json`.execute(db);
+      },
+    },
   };
+}
+
+/**
+ * The listing 0006 wrote for each note: its JSON as a list wrote it then, up to its tags
+ * (`content` is the stored JSON text). Kept as it was, for that migration only.
+ */
+function listingOf0006(
+  id: string,
+  title: string,
+  content: string,
+  contentText: string,
+  createdAt: number,
+  updatedAt: number,
+): string {
+  const quote = JSON.stringify;
+  const time = (ms: number) => new Date(ms).toISOString();
+  return `{"id":${quote(id)},"title":${quote(title)},"content":${content},"contentText":${quote(contentText)},"createdAt":"${time(createdAt)}","updatedAt":"${time(updatedAt)}","tags":`;
 }
 
 /** The bytes a note's row `row` counts toward its user's text (`text_bytes`). */

@@ -1,5 +1,5 @@
 import type { Generated } from "kysely";
-/** Table shapes as Kysely sees them. Every row is keyed by its user first (DESIGN.md §8). */
+/** Table shapes as Kysely sees them. Every row is keyed by its user first. */
 export interface NotesDatabase {
   users: {
     id: string;
@@ -26,20 +26,11 @@ export interface NotesDatabase {
     id: string;
     user_id: string;
     title: string;
-    /**
-     * The note's JSON document as `JSON.stringify` wrote it, and only ever so: a page of notes
-     * writes it into its answer as it is (`listedPageJson`), the same text parsing and
-     * serializing it again would give.
-     */
+    /** The note's JSON document, as `JSON.stringify` wrote it. */
     content: string;
     content_text: string;
     created_at: number;
     updated_at: number;
-    /**
-     * The note's JSON as a list writes it, up to its tags (`noteListing` of the columns above),
-     * written with every write of the note (migrations.ts, "0006_listed_json").
-     */
-    listed_json: string;
   };
   tags: {
     id: string;

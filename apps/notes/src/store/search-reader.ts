@@ -1,11 +1,19 @@
-import { createRowsReader, type OpenedDatabase, type SqlParam } from "@agentpass/db";
+import {
+  createRowsReader,
+  type OpenedDatabase,
+  type RowsReader,
+  type SqlParam,
+} from "@agentpass/db";
 import type { CompiledQuery } from "kysely";
 import type pg from "pg";
 import { refusal } from "./limits.ts";
 import { DEADLINE_FUNCTION } from "./search.ts";
 
-/** Reads the rows of one search statement within its budget; past it, throws `SEARCH_TIMEOUT`. */
-export type SearchReader = <Row extends unknown[]>(query: CompiledQuery) => Promise<Row[]>;
+/**
+ * Reads the rows of one search statement (objects of their columns by name) within its budget;
+ * past it, throws `SEARCH_TIMEOUT`.
+ */
+export type SearchReader = RowsReader;
 
 /** The code a reader thread's read fails with past its deadline (`ReadOptions` of `@agentpass/db`). */
 const READ_TIMEOUT_CODE = "ERR_READ_TIMEOUT";
@@ -75,7 +83,7 @@ function ownConnectionReader(
     return 1;
   });
   const readRows = createRowsReader({ sqlite });
-  return <Row extends unknown[]>(query: CompiledQuery): Promise<Row[]> => {
+  return <Row extends object>(query: CompiledQuery): Promise<Row[]> => {
     deadline = performance.now() + timeoutMs;
     try {
       return readRows<Row>(query);
@@ -99,11 +107,7 @@ function postgresReader(pool: pg.Pool, timeoutMs: number): SearchReader {
       const client = await pool.connect();
       try {
         await client.query(begin);
-        const { rows } = await client.query({
-          text: query.sql,
-          values: [...query.parameters],
-          rowMode: "array",
-        });
+        const { rows } = await client.query({ text: query.sql, values: [...query.parameters] });
         await client.query("COMMIT");
         client.release();
         return rows as Row[];

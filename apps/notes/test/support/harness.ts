@@ -40,7 +40,8 @@ export async function openTestNotes(
   });
 
   const notes = {
-    app: service.app,
+    /** Requests over a real loopback socket, through the service's own listener. */
+    app: { request: service.request },
     service,
     /** Where the service's database is, for another process (the admin CLI) to open it. */
     database: { dataDir: database.dataDir, databaseUrl: database.databaseUrl },
@@ -77,7 +78,7 @@ export async function openTestNotes(
     call(token: string | null, method: string, path: string, body?: unknown, raw?: string) {
       const headers: Record<string, string> = { "content-type": "application/json" };
       if (token !== null) headers["x-session-token"] = token;
-      return service.app.request(path, {
+      return notes.app.request(path, {
         method,
         headers,
         body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),

@@ -1,0 +1,114 @@
+import {
+  defineEndpoint,
+  type Endpoint,
+  HttpError,
+  isoTime,
+  RATE_LIMIT_HEADERS,
+  readBearer,
+  unauthorized,
+} from "@agentpass/http";
+import { z } from "zod";
+import type { IdentityContext } from "../../context.ts";
+import { type RateLimiter, rateLimitHeaders, tooManyRequests } from "../../rate-limit.ts";
+import { mintSessionToken } from "../../session-tokens.ts";
+import { ERRORS } from "../errors.ts";
+
+export const MintRequest = z.object({
+  audience: z
+    .uuid()
+    .nullish()
+    .meta({ description: "Partner id the token is bound to; omit for any partner" }),
+});
+export const MintResponse = z.object({
+  sessionToken: z.string().meta({ description: "Opaque token starting with aps_" }),
+  expiresAt: z.iso.datetime().meta({ description: "When the token stops verifying" }),
+});
+
+const REFUSALS = {
+  missingOrInvalidUserKey: unauthorized(ERRORS.user_key_missing_or_invalid),
+  missingUserKey: unauthorized(ERRORS.user_key_missing),
+  invalidJsonBody: new HttpError(ERRORS.invalid_json_body),
+  INVALID_USER_KEY: unauthorized(ERRORS.user_key_invalid),
+  REVOKED_USER_KEY: new HttpError(ERRORS.user_key_revoked),
+  INVALID_AUDIENCE: new HttpError(ERRORS.audience_invalid),
+} as const;
+
+export interface MintLimits {
+  /** Mints per working user key. */
+  perUserKey: RateLimiter;
+  /** Unknown or revoked keys per client address. */
+  badKeysPerIp: RateLimiter;
+}
+
+/**
+ * POST /api/session-tokens: trades a user key (Bearer) for a session token. Checked in this
+ * order: Authorization header → body is a JSON object (or empty) → user key (401 / 403) →
+ * audience, so an unauthenticated caller learns nothing about which partners exist. Every mint
+ * by a working key counts against that key (429 past the limit, RateLimit-* headers on every
+ * counted answer); an unknown or revoked key counts against the client address.
+ */
+export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits): Endpoint {
+  return defineEndpoint({
+    method: "POST",
+    path: "/api/session-tokens",
+    operation: {
+      operationId: "mintSessionToken",
+      summary: "Trade a user key for a session token (the agent CLI does this)",
+      security: [{ userKey: [] }],
+      requestBody: { required: false, content: { "application/json": { schema: MintRequest } } },
+      responses: {
+        "201": {
+          description: "A new session token",
+          headers: RATE_LIMIT_HEADERS,
+          content: {
+            "application/json": {
+              schema: MintResponse,
+              examples: {
+                minted: {
+                  value: { sessionToken: "aps_…", expiresAt: "2026-11-25T12:05:00.000Z" },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+    errors: [
+      ERRORS.invalid_json_body,
+      ERRORS.audience_invalid,
+      ERRORS.body_too_large,
+      ERRORS.user_key_missing_or_invalid,
+      ERRORS.user_key_missing,
+      ERRORS.user_key_invalid,
+      ERRORS.user_key_revoked,
+      ERRORS.rate_limited,
+    ],
+    async handle(request) {
+      const bearer = readBearer(request.header("authorization"));
+      if (bearer.kind === "missing") return REFUSALS.missingOrInvalidUserKey;
+      if (bearer.kind === "empty") return REFUSALS.missingUserKey;
+      const body = await request.readJson();
+      if (!body.ok && !body.empty) return REFUSALS.invalidJsonBody;
+      const fields = body.ok ? body.value : {};
+      if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {
+        return REFUSALS.invalidJsonBody;
+      }
+      const audience = (fields as { audience?: unknown }).audience ?? null;
+
+      const result = await mintSessionToken(ctx, bearer.value, audience, limits.perUserKey);
+      if (result.ok) {
+        return {
+          status: 201,
+          body: { sessionToken: result.sessionToken, expiresAt: isoTime(result.expiresAt) },
+          headers: { "Cache-Control": "no-store", ...rateLimitHeaders(result.limit) },
+        };
+      }
+      if (result.code === "RATE_LIMITED") return tooManyRequests(result.limit);
+      if (result.code === "INVALID_USER_KEY" || result.code === "REVOKED_USER_KEY") {
+        const limited = await limits.badKeysPerIp.take(request.clientIp());
+        if (!limited.ok) return tooManyRequests(limited);
+      }
+      return REFUSALS[result.code];
+    },
+  });
+}

@@ -1,0 +1,35 @@
+import { COMMON_ERRORS, defineErrors } from "@agentpass/http";
+
+/**
+ * Every refusal of the notes API, by stable machine code: the code, the status and the message.
+ * Answers carry `{ error, code }` (and `details` for a refused body or query); the OpenAPI
+ * document lists each endpoint's codes.
+ */
+export const ERRORS = {
+  ...COMMON_ERRORS,
+  ...defineErrors({
+    invalid_json_body: { status: 400, message: "Request body must be valid JSON" },
+    invalid_body: { status: 400, message: "Invalid request body" },
+    invalid_query: { status: 400, message: "Invalid query parameters" },
+    invalid_note_id: { status: 400, message: "Invalid note id" },
+    invalid_tag_id: { status: 400, message: "Invalid tag id" },
+    session_token_missing: { status: 401, message: "Missing session token" },
+    session_token_invalid: { status: 401, message: "Invalid or expired session token" },
+    no_account: { status: 401, message: "No account for this user" },
+    note_not_found: { status: 404, message: "Note not found" },
+    tag_not_found: { status: 404, message: "Tag not found" },
+    tag_exists: { status: 409, message: "Tag already exists" },
+    note_limit_reached: { status: 409, message: "Note limit reached (<n> notes)" },
+    text_limit_reached: { status: 409, message: "Text limit reached (<n> bytes)" },
+    identity_unavailable: { status: 503, message: "Identity service unavailable" },
+    search_timeout: { status: 503, message: "Search took too long" },
+  }),
+};
+
+/** What every authenticated endpoint may answer before its own work. */
+export const AUTH_ERRORS = [
+  ERRORS.session_token_missing,
+  ERRORS.session_token_invalid,
+  ERRORS.no_account,
+  ERRORS.identity_unavailable,
+];

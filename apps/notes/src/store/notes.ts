@@ -1,0 +1,181 @@
+import { randomUUID } from "node:crypto";
+import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import { sql, type Transaction } from "kysely";
+import { type NotesLimits, noteTextBytes, refuseOverCaps } from "./limits.ts";
+import { decodeNote, decodeTag, NOTE_COLUMNS } from "./rows.ts";
+import type { NotesDatabase } from "./schema.ts";
+import type { Note, NoteFields, Tag } from "./types.ts";
+
+/**
+ * SQLite: the `seq` a note of the user takes when it is written (created or updated): the next in
+ * their range (migrations.ts, "0004_user_ranges" and "0005_seq_follows_writes"), so rowids run in
+ * the order of last writes (search-sqlite.ts reads the newest matches off the end). A user's
+ * 2^32-th write would leave the range: the range triggers refuse it (at 10 writes a second,
+ * after 13 years).
+ */
+export function nextNoteSeq(userId: string) {
+  return sql<number>`(
+    SELECT coalesce((SELECT max(seq) FROM notes WHERE seq BETWEEN r.lo AND r.lo | 4294967295), r.lo) + 1
+    FROM (SELECT number << 32 AS lo FROM users WHERE id = ${userId}) r
+  )`;
+}
+
+/**
+ * One note at a time: read, create, update, delete. Each write is one transaction, which the
+ * user's caps (`caps`, limits.ts) are checked in before it commits.
+ */
+export function createNotes(
+  database: Pick<OpenedDatabase<NotesDatabase>, "db" | "engine" | "write" | "transaction">,
+  caps: NotesLimits,
+) {
+  const reads: ReadOnlyDb<NotesDatabase> = database.db;
+  const { engine } = database;
+
+  return {
+    getNote(userId: string, id: string): Promise<Note | undefined> {
+      return readNote(reads, userId, id);
+    },
+
+    /** A new note; refused (`NOTE_LIMIT`, `TEXT_LIMIT`) past the user's caps. */
+    createNote(userId: string, fields: NoteFields, tagIds: string[], now: number): Promise<Note> {
+      const id = randomUUID();
+      return database.transaction(async (trx) => {
+        await trx
+          .insertInto("notes")
+          .values({
+            ...(engine === "sqlite" && { seq: nextNoteSeq(userId) }),
+            id,
+            user_id: userId,
+            title: fields.title,
+            content: JSON.stringify(fields.content),
+            content_text: fields.contentText,
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
+        await refuseOverCaps(trx, caps, userId, { created: true, grew: true });
+        await setNoteTags(trx, userId, id, tagIds);
+        return (await readNote(trx, userId, id)) as Note;
+      });
+    },
+
+    /**
+     * Applies `fields` and, when given, replaces the tag set. Undefined for another's note.
+     * Refused (`TEXT_LIMIT`) when it grows the note past the user's text cap: the note is read
+     * first, to compare its size before and after (locked on PostgreSQL; on SQLite the write
+     * fails if another connection wrote since the read).
+     */
+    updateNote(
+      userId: string,
+      id: string,
+      fields: Partial<NoteFields>,
+      tagIds: string[] | undefined,
+      now: number,
+    ): Promise<Note | undefined> {
+      return database.transaction(async (trx) => {
+        let read = trx
+          .selectFrom("notes")
+          .select(["title", "content", "content_text"])
+          .where("user_id", "=", userId)
+          .where("id", "=", id);
+        if (engine === "postgres") read = read.forUpdate();
+        const current = await read.executeTakeFirst();
+        if (!current) return undefined;
+        const title = fields.title ?? current.title;
+        const content =
+          fields.content !== undefined ? JSON.stringify(fields.content) : current.content;
+        const contentText = fields.contentText ?? current.content_text;
+        await trx
+          .updateTable("notes")
+          .set({
+            title,
+            content,
+            content_text: contentText,
+            ...(engine === "sqlite" && { seq: nextNoteSeq(userId) }),
+            updated_at: now,
+          })
+          .where("user_id", "=", userId)
+          .where("id", "=", id)
+          .execute();
+        const grew =
+          noteTextBytes(title, content, contentText) >
+          noteTextBytes(current.title, current.content, current.content_text);
+        if (grew) await refuseOverCaps(trx, caps, userId, { created: false, grew });
+        if (tagIds) {
+          await trx
+            .deleteFrom("note_tags")
+            .where("user_id", "=", userId)
+            .where("note_id", "=", id)
+            .execute();
+          await setNoteTags(trx, userId, id, tagIds);
+        }
+        return readNote(trx, userId, id);
+      });
+    },
+
+    async deleteNote(userId: string, id: string): Promise<boolean> {
+      const result = await database.write((db) =>
+        db
+          .deleteFrom("notes")
+          .where("user_id", "=", userId)
+          .where("id", "=", id)
+          .executeTakeFirst(),
+      );
+      return result.numDeletedRows > 0n;
+    },
+  };
+}
+
+/** The user's note `id` with its tags, read through `db` (which may be a transaction). */
+async function readNote(
+  db: ReadOnlyDb<NotesDatabase>,
+  userId: string,
+  id: string,
+): Promise<Note | undefined> {
+  const row = await db
+    .selectFrom("notes")
+    .select(NOTE_COLUMNS)
+    .where("user_id", "=", userId)
+    .where("id", "=", id)
+    .executeTakeFirst();
+  return row && decodeNote(row, await tagsOfNote(db, userId, row.id));
+}
+
+/** A note's tags, in tag order. */
+async function tagsOfNote(
+  db: ReadOnlyDb<NotesDatabase>,
+  userId: string,
+  noteId: string,
+): Promise<Tag[]> {
+  const rows = await db
+    .selectFrom("note_tags")
+    .innerJoin("tags", "tags.id", "note_tags.tag_id")
+    .select(["tags.id", "tags.name", "tags.created_at"])
+    .where("note_tags.user_id", "=", userId)
+    .where("note_tags.note_id", "=", noteId)
+    .orderBy("tags.name_key")
+    .orderBy("tags.id")
+    .execute();
+  return rows.map(decodeTag);
+}
+
+/** Assigns the tags among `tagIds` that the user owns; the others are ignored. */
+async function setNoteTags(
+  trx: Transaction<NotesDatabase>,
+  userId: string,
+  noteId: string,
+  tagIds: string[],
+): Promise<void> {
+  if (tagIds.length === 0) return;
+  const owned = await trx
+    .selectFrom("tags")
+    .select("id")
+    .where("user_id", "=", userId)
+    .where("id", "in", tagIds)
+    .execute();
+  if (owned.length === 0) return;
+  await trx
+    .insertInto("note_tags")
+    .values(owned.map((tag) => ({ user_id: userId, note_id: noteId, tag_id: tag.id })))
+    .execute();
+}

@@ -1,0 +1,62 @@
+import { randomUUID } from "node:crypto";
+import { createPreparedQuery, type OpenedDatabase, type ReadOnlyDb } from "@agentpass/db";
+import { sql } from "kysely";
+import { decodeUser, type UserRow } from "./rows.ts";
+import type { NotesDatabase } from "./schema.ts";
+import type { User } from "./types.ts";
+
+/** The notes API's users: each is an AgentPass account, known here by its email. */
+export function createUsers(
+  database: Pick<OpenedDatabase<NotesDatabase>, "db" | "engine" | "write" | "sqlite" | "pool">,
+) {
+  const reads: ReadOnlyDb<NotesDatabase> = database.db;
+  // Every authenticated request looks its user up: prepared, without the query builder.
+  const userByEmail = createPreparedQuery<UserRow>(
+    database,
+    "SELECT id, email, created_at FROM users WHERE email = ?",
+  );
+
+  return {
+    async findUserByEmail(email: string): Promise<User | undefined> {
+      const row = await userByEmail(email);
+      return row && decodeUser(row);
+    },
+
+    /** A new user, or null when one has that email. */
+    async addUser(email: string, createdAt: number): Promise<User | null> {
+      const user = { id: randomUUID(), email, created_at: createdAt };
+      const inserted = await database.write((db) =>
+        db
+          .insertInto("users")
+          .values({
+            ...user,
+            // SQLite: the number whose range holds the user's notes (migrations.ts, 0004).
+            ...(database.engine === "sqlite" && {
+              number: sql<number>`(SELECT coalesce(max(number), 0) + 1 FROM users)`,
+            }),
+          })
+          .onConflict((oc) => oc.column("email").doNothing())
+          .returning("id")
+          .executeTakeFirst(),
+      );
+      return inserted ? decodeUser(user) : null;
+    },
+
+    async listUsers(): Promise<User[]> {
+      const rows = await reads
+        .selectFrom("users")
+        .select(["id", "email", "created_at"])
+        .orderBy("email")
+        .execute();
+      return rows.map(decodeUser);
+    },
+
+    /** Removes a user with every note and tag they have. */
+    async removeUser(email: string): Promise<boolean> {
+      const result = await database.write((db) =>
+        db.deleteFrom("users").where("email", "=", email).executeTakeFirst(),
+      );
+      return result.numDeletedRows > 0n;
+    },
+  };
+}

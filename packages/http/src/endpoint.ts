@@ -1,0 +1,67 @@
+import type { IncomingMessage } from "node:http";
+import type { ZodOpenApiOperationObject } from "zod-openapi";
+import type { ErrorDef, HttpError } from "./http-error.ts";
+import type { JsonBody } from "./read-body.ts";
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** What a handler sees of a request. */
+export interface EndpointRequest {
+  readonly method: string;
+  /** The path, without the query. */
+  readonly path: string;
+  /** The path's `{name}` segments, decoded. */
+  readonly params: Readonly<Record<string, string>>;
+  /** The query's parameters, decoded. */
+  readonly query: URLSearchParams;
+  /** A header by lower-case name, repeated values joined with ", ". */
+  header(name: string): string | undefined;
+  /** The body as JSON whatever its Content-Type; a 413 `HttpError` over the service's limit. */
+  readJson(): Promise<JsonBody>;
+  /** The body as UTF-8 text (undefined when it is not); a 413 over the service's limit. */
+  readText(): Promise<string | undefined>;
+  /** The client's address, through the proxies the service trusts. */
+  clientIp(): string;
+  readonly incoming: IncomingMessage;
+}
+
+/** An answer: `body` written as JSON, or `content` as it is (none for a 204). */
+export interface Answer {
+  status: number;
+  body?: unknown;
+  content?: { type: string; data: string | Uint8Array };
+  headers?: Record<string, string>;
+}
+
+/**
+ * One API endpoint, defined once: where it is, what it takes and answers (the OpenAPI operation,
+ * built from zod schemas), which refusals of the service's error table it may give, and its
+ * handler. The one router serves it (`createApiListener`) and the OpenAPI document describes it
+ * (`buildOpenApiDocument`), both from this definition.
+ */
+export interface Endpoint {
+  method: Method;
+  /** An OpenAPI path template: `/api/notes/{id}`. */
+  path: string;
+  /** The operation as documented, its success responses included. */
+  operation: Omit<ZodOpenApiOperationObject, "responses"> & {
+    responses: ZodOpenApiOperationObject["responses"];
+  };
+  /** Every refusal the handler may answer, for the document; 500 and 503 are implied. */
+  errors?: readonly ErrorDef[];
+  /**
+   * Any origin may read the answer (CORS): public data. Every other endpoint carries a secret
+   * (a key, a token) and answers no cross-origin read.
+   */
+  public?: boolean;
+  /** Left out of the OpenAPI document (the document itself, the pages that render it). */
+  undocumented?: boolean;
+  /** A body limit below the service's. */
+  maxBodyBytes?: number;
+  handle(request: EndpointRequest): Promise<Answer | HttpError> | Answer | HttpError;
+}
+
+/** Identity function that types an endpoint definition. */
+export function defineEndpoint(endpoint: Endpoint): Endpoint {
+  return endpoint;
+}
