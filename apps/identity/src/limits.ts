@@ -6,7 +6,7 @@ export const MAX_BODY_BYTES = 64 * 1024;
 const MINUTE = 60 * 1000;
 
 /**
- * Every rate limit, per fixed window, in the shared rate-limit store (DESIGN.md section 8):
+ * Every rate limit, per fixed window, in the shared rate-limit store:
  * sign-in mail per address and per client address, device-login codes per client, and user
  * codes looked up or decided per signed-in account (10 logins' worth), fixed;
  * the hot paths' budgets from the configuration.

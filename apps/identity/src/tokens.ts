@@ -20,9 +20,8 @@ import {
  * one token, so the fixed nonce never meets the same key twice, at any volume. The version and
  * key id are authenticated as associated data.
  *
- * Measured: Node imports a raw key Buffer into OpenSSL for every cipher or HMAC it makes (~20 µs
- * each); the server key is imported once as a KeyObject, which brings opening a token from ~60 µs
- * (hkdfSync + createDecipheriv on Buffers) to ~9 µs.
+ * Node imports a raw key Buffer into OpenSSL for every cipher or HMAC it makes, which would cost
+ * more than the rest of opening a token; the server key is imported once, as a KeyObject.
  */
 export interface SealingKey {
   /** 8 hex characters (4 bytes), carried in every token so keys can rotate. */
@@ -127,8 +126,8 @@ export function openSessionToken(
 
 /**
  * Salts come from a pool of random bytes refilled 4 KB at a time (as Node's own `randomUUID`
- * does): `randomBytes` costs ~4 µs a call here, as much as the rest of sealing a token, and was
- * 13 % of a mint's CPU. Each byte is handed out once.
+ * does): a `randomBytes` call per token costs as much as the rest of sealing it. Each byte is
+ * handed out once.
  */
 const saltPool = Buffer.alloc(128 * SALT_LENGTH);
 let saltOffset = saltPool.length;
@@ -173,7 +172,7 @@ function decodeClaims(payload: Buffer): SessionClaims | null {
 
 /**
  * The 16 bytes of each UUID sealed lately, kept: a key mints with the same two ids again and
- * again, and writing them from hex was ~4 % of a mint's CPU.
+ * again, and writing them from hex on every mint would be work repeated.
  */
 let uuidBytes = new Map<string, Buffer>();
 const MAX_UUIDS = 10_000;

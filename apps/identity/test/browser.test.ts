@@ -14,7 +14,7 @@ import { type Mailbox, signInSecrets, startMailbox } from "./support/mailbox.ts"
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const CLI = fileURLToPath(new URL("../../../packages/cli/src/bin.ts", import.meta.url));
 const SHOTS = fileURLToPath(new URL("../../../test-output/screenshots/", import.meta.url));
-// The flags DESIGN.md section 2 gives: no sandbox as root, no GPU, and no calls home.
+// Chromium as a root-run test needs it: no sandbox as root, no GPU, and no calls home.
 const CHROMIUM_ARGS = [
   "--no-sandbox",
   "--disable-gpu",

@@ -7,7 +7,7 @@ import { loadNotesConfig } from "../src/config.ts";
 import { openNotesService } from "../src/service.ts";
 import { openTestNotes, type Person, type TestNotes } from "./support/harness.ts";
 
-/** A search's too-many answer: the spec's 400 for invalid query parameters, the limit named. */
+/** A search's too-many answer: 400 Invalid query parameters, the limit named. */
 function tooMuch(problem: string) {
   return {
     status: 400,

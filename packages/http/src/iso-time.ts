@@ -9,8 +9,7 @@ const dayPrefixes = new Map<number, string>();
 /**
  * `new Date(ms).toISOString()`, for the timestamps of a page of notes or of every verification,
  * at a fraction of its cost: the date part ("2026-11-23T") is formatted once per day and kept,
- * the time of day is written from integer arithmetic. Measured: 20 notes' 40 timestamps went
- * from 28 µs to a few.
+ * the time of day is written from integer arithmetic.
  * Instants outside four-digit years, or not whole milliseconds, go to `toISOString` itself.
  */
 export function isoTime(ms: number): string {

@@ -10,7 +10,7 @@ export interface CallOptions {
 
 /**
  * One `POST /api/verify`, mapped to a result. Never throws: a failure to connect or a timeout
- * is the spec's network error; an error answer passes its `error` through unchanged.
+ * is the network error; an error answer passes its `error` and `code` through unchanged.
  */
 export async function callVerify(options: CallOptions): Promise<VerifyResult> {
   let response: Response;
