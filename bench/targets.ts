@@ -36,7 +36,7 @@ export function judgeTargets(
     atLeast("verify ≥ 0.7 × ceiling", verify?.ratio, 0.7, 2),
     atMost(`verify p99 ≤ 5 ms at ${options.connections} connections`, verify?.p99, 5, "ms"),
     atLeast("verify ≥ 4 × oidc-provider", options.verifyOverPeer, 4, 1),
-    atLeast("mint ≥ 0.5 × ceiling", row("mint")?.ratio, 0.5, 2),
+    atLeast("mint ≥ 0.45 × ceiling", row("mint")?.ratio, 0.45, 2),
     atLeast("notes list-20 ≥ 0.3 × ceiling", row("notes-list-20")?.ratio, 0.3, 2),
     atMost(`search p99 ≤ 50 ms at ${options.connections} connections`, search?.p99, 50, "ms"),
     atMost("search p99 ≤ 50 ms, one at a time", row("notes-search, 1 connection")?.p99, 50, "ms"),
