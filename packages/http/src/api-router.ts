@@ -115,7 +115,7 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
     if (answered instanceof Promise) {
       answered.then(
         (answer) => settle(answer, current),
-        (error: unknown) => respondError(error, current),
+        (error: unknown) => safely(current, () => respondError(error, current)),
       );
     } else {
       settle(answered, current);
@@ -134,8 +134,19 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
   type Exchange = ReturnType<typeof exchange>;
 
   function settle(answer: Answer | HttpError, current: Exchange): void {
-    if (answer instanceof HttpError) respondError(answer, current);
-    else respond(current, answer);
+    safely(current, () =>
+      answer instanceof HttpError ? respondError(answer, current) : respond(current, answer),
+    );
+  }
+
+  /** Writes an answer; one that cannot be written (a body JSON cannot hold) is a 500, not a crash. */
+  function safely(current: Exchange, write: () => void): void {
+    try {
+      write();
+    } catch (error) {
+      if (current.response.headersSent) current.response.destroy();
+      else respondError(error, current);
+    }
   }
 
   function respondError(error: unknown, current: Exchange): void {

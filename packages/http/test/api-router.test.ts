@@ -56,6 +56,13 @@ function testService() {
             : new HttpError(ERRORS.thing_not_found),
       }),
       defineEndpoint({
+        method: "POST",
+        path: "/api/things/{id}",
+        operation,
+        // A body JSON cannot hold.
+        handle: async () => ({ status: 200, body: { count: 1n } }),
+      }),
+      defineEndpoint({
         method: "DELETE",
         path: "/api/things/{id}",
         operation,
@@ -112,7 +119,7 @@ describe("the API router", () => {
   it("answers a known path asked with another method 405 with Allow, and HEAD like GET without a body", async () => {
     const wrong = await call("/api/things/known", { method: "PUT" });
     assert.equal(wrong.status, 405);
-    assert.equal(wrong.headers.get("allow"), "DELETE, GET, HEAD, OPTIONS");
+    assert.equal(wrong.headers.get("allow"), "DELETE, GET, HEAD, OPTIONS, POST");
     assert.deepEqual(await wrong.json(), {
       error: COMMON_ERRORS.method_not_allowed.message,
       code: "method_not_allowed",
@@ -152,6 +159,12 @@ describe("the API router", () => {
     assert.equal(fault.headers.get("x-request-id"), body.requestId);
     const logged = lines.find((entry) => entry.msg === "request failed");
     assert.equal(logged?.requestId, body.requestId);
+    const unwritable = await call("/api/things/known", { method: "POST" });
+    assert.equal(
+      unwritable.status,
+      500,
+      "an answer that cannot be written is a fault, not a crash",
+    );
     const large = await call("/api/secret", { method: "POST", body: "x".repeat(101) });
     assert.equal(large.status, 413);
     assert.deepEqual(await large.json(), {
