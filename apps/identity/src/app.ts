@@ -18,6 +18,7 @@ import {
 import { getRequestListener } from "@hono/node-server";
 import { type Context, Hono } from "hono";
 import { matchedRoutes } from "hono/route";
+import { sql } from "kysely";
 import type { Logger } from "pino";
 import type { RateLimitSettings } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
@@ -97,7 +98,7 @@ export function createApp(options: AppOptions): {
     sessionTokensEndpoint(ctx, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp }),
     directoryEndpoint(ctx),
     ...deviceEndpoints(ctx, { publicUrl, perIp: limiter("deviceCodesPerIp") }),
-    ...healthEndpoints(ctx.store.db as never),
+    ...healthEndpoints(() => sql`SELECT 1`.execute(ctx.store.db)),
   ];
   const endpoints = [...api, ...apiDocsEndpoints(api, apiDescription(publicUrl))];
 

@@ -1,12 +1,11 @@
 import { defineEndpoint, type Endpoint } from "@agentpass/http";
-import { type Kysely, sql } from "kysely";
 import { z } from "zod";
 
 const Health = z.object({ ok: z.boolean() });
 const Readiness = z.object({ ok: z.boolean(), database: z.boolean() });
 
-/** Liveness (the process answers) and readiness (its database answers too). */
-export function healthEndpoints(db: Kysely<never>): Endpoint[] {
+/** Liveness (the process answers) and readiness (`ping`, a query of its database, answers too). */
+export function healthEndpoints(ping: () => Promise<unknown>): Endpoint[] {
   return [
     defineEndpoint({
       method: "GET",
@@ -34,7 +33,7 @@ export function healthEndpoints(db: Kysely<never>): Endpoint[] {
       },
       async handle() {
         try {
-          await sql`SELECT 1`.execute(db);
+          await ping();
           return { status: 200, body: { ok: true, database: true } };
         } catch {
           return {
