@@ -1,10 +1,10 @@
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createAccount, findAccountByEmail } from "../apps/identity/src/accounts.ts";
+import { createAccount, findAccountByEmail } from "../apps/identity/src/domain/accounts.ts";
 import type { IdentityContext } from "../apps/identity/src/context.ts";
-import { issueKey } from "../apps/identity/src/credentials.ts";
-import { hashKey } from "../apps/identity/src/keys.ts";
-import { createPartner } from "../apps/identity/src/partners.ts";
+import { issueKey } from "../apps/identity/src/domain/credentials.ts";
+import { hashKey } from "../apps/identity/src/domain/keys.ts";
+import { createPartner } from "../apps/identity/src/domain/partners.ts";
 
 const OPERATOR_EMAIL = "notes-operator@agentpass.local";
 const KEY_FILE = "notes-partner-key";

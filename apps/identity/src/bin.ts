@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { startServer } from "@agentpass/http";
-import { createAccount, findAccountByEmail } from "./accounts.ts";
 import { loadConfig, SecretSchema } from "./config.ts";
-import { issueKey, listKeys, revokeKey } from "./credentials.ts";
-import type { KeyKind } from "./keys.ts";
-import { createPartner } from "./partners.ts";
-import type { SealingKeyInfo } from "./sealing-keys.ts";
+import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
+import { issueKey, listKeys, revokeKey } from "./domain/credentials.ts";
+import type { KeyKind } from "./domain/keys.ts";
+import { createPartner } from "./domain/partners.ts";
+import type { SealingKeyInfo } from "./domain/sealing-keys.ts";
 import { type IdentityService, openIdentityService } from "./service.ts";
 
 const USAGE = `agentpass-server — run and administer the AgentPass identity service

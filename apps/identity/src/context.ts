@@ -1,10 +1,10 @@
-import type { Clock } from "./clock.ts";
-import type { KeyUsageRecorder } from "./key-usage.ts";
-import type { SealingKeyRing } from "./sealing-keys.ts";
+import type { Clock } from "./domain/clock.ts";
+import type { KeyUsageRecorder } from "./domain/key-usage.ts";
+import type { SealingKeyRing } from "./domain/sealing-keys.ts";
+import type { UsageRecorder } from "./domain/usage-recorder.ts";
 import type { Store } from "./store/store.ts";
 import type { UsageStore } from "./store/usage-store.ts";
 import type { WebStore } from "./store/web-store.ts";
-import type { UsageRecorder } from "./usage-recorder.ts";
 
 /** What the domain functions run against, passed in rather than imported. */
 export interface IdentityContext {
@@ -17,3 +17,6 @@ export interface IdentityContext {
   usage: UsageRecorder;
   sessionTokenTtlMs: number;
 }
+
+/** The part of the context a function uses: `ctx: Needs<"store" | "clock">`. */
+export type Needs<K extends keyof IdentityContext> = Pick<IdentityContext, K>;

@@ -1,4 +1,4 @@
-import { openDatabase } from "@agentpass/db";
+import { openDatabase, type Write } from "@agentpass/db";
 import {
   createLoopbackClient,
   type Endpoint,
@@ -6,29 +6,28 @@ import {
   type LoopbackRequest,
 } from "@agentpass/http";
 import type { Hono } from "hono";
-import type { Kysely } from "kysely";
 import type { Logger } from "pino";
-import { createApp } from "./app.ts";
-import { type Clock, systemClock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
-import { createKeyUsageRecorder } from "./key-usage.ts";
-import { createLogger } from "./logger.ts";
-import { createMailer } from "./mailer.ts";
+import { type Clock, systemClock } from "./domain/clock.ts";
+import { createKeyUsageRecorder } from "./domain/key-usage.ts";
+import { loadSealingKeys } from "./domain/sealing-keys.ts";
+import { createUsageRecorder } from "./domain/usage-recorder.ts";
+import { createApp } from "./http/app.ts";
+import { createLogger } from "./infra/logger.ts";
+import { createMailer } from "./infra/mailer.ts";
 import {
   createDatabaseRateLimitStore,
   createMemoryRateLimitStore,
   createRedisRateLimitStore,
   type RateLimitStore,
-} from "./rate-limit.ts";
-import { loadSealingKeys } from "./sealing-keys.ts";
+} from "./infra/rate-limit.ts";
 import { identityMigrations } from "./store/migrations.ts";
 import { schedulePurges } from "./store/purge.ts";
 import type { IdentityDatabase } from "./store/schema.ts";
 import { createStore } from "./store/store.ts";
 import { createUsageStore } from "./store/usage-store.ts";
 import { createWebStore } from "./store/web-store.ts";
-import { createUsageRecorder } from "./usage-recorder.ts";
 
 export interface IdentityService {
   /** Answers every request: the API endpoints, then the pages. */
@@ -123,11 +122,11 @@ export async function openIdentityService(
  */
 function openRateLimitStore(
   config: Config,
-  database: { db: Kysely<IdentityDatabase>; engine: string },
+  database: { write: Write<IdentityDatabase>; engine: string },
   clock: Clock,
   onError: (error: Error) => void,
 ): RateLimitStore {
   if (config.redisUrl) return createRedisRateLimitStore(config.redisUrl, { clock, onError });
-  if (database.engine === "postgres") return createDatabaseRateLimitStore(database.db);
+  if (database.engine === "postgres") return createDatabaseRateLimitStore(database.write);
   return createMemoryRateLimitStore(clock);
 }

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServer } from "@agentpass/http";
-import { createAccount, findAccountByEmail } from "./accounts.ts";
 import { loadConfig } from "./config.ts";
-import { issueKey, revokeKey } from "./credentials.ts";
-import { decideDeviceLogin } from "./device-login.ts";
-import { createPartner } from "./partners.ts";
+import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
+import { issueKey, revokeKey } from "./domain/credentials.ts";
+import { decideDeviceLogin } from "./domain/device-login.ts";
+import { createPartner } from "./domain/partners.ts";
 import { openIdentityService } from "./service.ts";
 
 /**

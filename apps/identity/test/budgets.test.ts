@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
-import { startDeviceLogin } from "../src/device-login.ts";
+import { startDeviceLogin } from "../src/domain/device-login.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 import { type Mailbox, signInSecrets, startMailbox } from "./support/mailbox.ts";
 import { type WebClient, webClient } from "./support/web-client.ts";

@@ -4,8 +4,8 @@ import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { testEngines } from "@agentpass/db/testing";
-import { issueKey } from "../src/credentials.ts";
-import { startWebSession } from "../src/web-sessions.ts";
+import { issueKey } from "../src/domain/credentials.ts";
+import { startWebSession } from "../src/domain/web-sessions.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 /** kill -9 rounds: 10 in CI, 50 or more with CRASH_ROUNDS (npm run test:stress). */

@@ -7,10 +7,10 @@ import {
   testEngines,
 } from "@agentpass/db/testing";
 import { type RunningServer, startServer } from "@agentpass/http";
-import { createAccount } from "../src/accounts.ts";
 import { loadConfig } from "../src/config.ts";
-import { issueKey } from "../src/credentials.ts";
-import { createPartner } from "../src/partners.ts";
+import { createAccount } from "../src/domain/accounts.ts";
+import { issueKey } from "../src/domain/credentials.ts";
+import { createPartner } from "../src/domain/partners.ts";
 import { openIdentityService } from "../src/service.ts";
 
 // PostgreSQL only: SQLite is a file in the process, it cannot stop under it.

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { generateKey, isWellFormedKey, type KeyKind } from "../src/keys.ts";
+import { generateKey, isWellFormedKey, type KeyKind } from "../src/domain/keys.ts";
 import { openTestIdentity } from "./support/harness.ts";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 10_000);

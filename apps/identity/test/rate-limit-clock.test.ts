@@ -4,14 +4,14 @@ import { after, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startTcpProxy, testEngines } from "@agentpass/db/testing";
 import { Redis } from "ioredis";
-import type { Clock } from "../src/clock.ts";
 import { loadConfig } from "../src/config.ts";
+import type { Clock } from "../src/domain/clock.ts";
 import {
   createDatabaseRateLimitStore,
   createRateLimiter,
   createRedisRateLimitStore,
   type RateLimitStore,
-} from "../src/rate-limit.ts";
+} from "../src/infra/rate-limit.ts";
 import { openIdentityService } from "../src/service.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
@@ -70,7 +70,7 @@ function sharedStores() {
       async setUp() {
         const identity = await openTestIdentity("postgres");
         return {
-          open: () => createDatabaseRateLimitStore(identity.ctx.store.db),
+          open: () => createDatabaseRateLimitStore(identity.ctx.store.write),
           errors: [],
           close: () => identity.close(),
         };
@@ -218,7 +218,7 @@ for (const engine of testEngines()) {
     if (engine === "postgres") {
       it("lets exactly MINTS_PER_MINUTE through two instances 30 s apart, by PostgreSQL's clock", async () => {
         await mintAcrossSkewedInstances({}, (identity) =>
-          createDatabaseRateLimitStore(identity.ctx.store.db),
+          createDatabaseRateLimitStore(identity.ctx.store.write),
         );
       });
     }

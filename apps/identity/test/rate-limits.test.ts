@@ -11,7 +11,7 @@ import {
   createDatabaseRateLimitStore,
   createRedisRateLimitStore,
   type RateLimitStore,
-} from "../src/rate-limit.ts";
+} from "../src/infra/rate-limit.ts";
 import { openIdentityService } from "../src/service.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
@@ -108,7 +108,7 @@ for (const engine of testEngines()) {
           createRedisRateLimitStore(env.REDIS_URL, { clock: Date.now, onError: () => {} }),
         );
       } else if (!env.REDIS_URL && engine === "postgres") {
-        await awaitFreshMinute(createDatabaseRateLimitStore(identity.ctx.store.db));
+        await awaitFreshMinute(createDatabaseRateLimitStore(identity.ctx.store.write));
       }
       return identity;
     }
@@ -250,8 +250,8 @@ for (const engine of testEngines()) {
         const identity = await open();
         const second = await secondInstance(identity, LIMITS);
         opened.push(second);
-        const stores = [identity.ctx.store.db, second.ctx.store.db].map((db) =>
-          createDatabaseRateLimitStore(db),
+        const stores = [identity.ctx.store.write, second.ctx.store.write].map((write) =>
+          createDatabaseRateLimitStore(write),
         );
         // 120 hits at once on one counter, half through each instance's store: each store
         // batches its hits, and the two batch streams interleave on the row.

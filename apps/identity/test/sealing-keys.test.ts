@@ -15,14 +15,10 @@ import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { migrateToLatest, openDatabase } from "@agentpass/db";
 import { createTestDatabase, testEngines } from "@agentpass/db/testing";
-import { createAccount } from "../src/accounts.ts";
 import { loadConfig } from "../src/config.ts";
-import { issueKey } from "../src/credentials.ts";
-import { createPartner } from "../src/partners.ts";
-import { type IdentityService, openIdentityService } from "../src/service.ts";
-import { createReadCaches } from "../src/store/cached-read.ts";
-import { identityMigrations } from "../src/store/migrations.ts";
-import type { IdentityDatabase } from "../src/store/schema.ts";
+import { createAccount } from "../src/domain/accounts.ts";
+import { issueKey } from "../src/domain/credentials.ts";
+import { createPartner } from "../src/domain/partners.ts";
 import {
   deriveKeyEncryptionKey,
   generateSealingKey,
@@ -30,7 +26,11 @@ import {
   sealSessionToken,
   toSealingKey,
   wrapSealingKey,
-} from "../src/tokens.ts";
+} from "../src/infra/sealed-tokens.ts";
+import { type IdentityService, openIdentityService } from "../src/service.ts";
+import { createReadCaches } from "../src/store/cached-read.ts";
+import { identityMigrations } from "../src/store/migrations.ts";
+import type { IdentityDatabase } from "../src/store/schema.ts";
 import { START } from "./support/harness.ts";
 import { type CliResult, runAdminCli } from "./support/run-cli.ts";
 

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
-import { revokeKey } from "../src/credentials.ts";
+import { revokeKey } from "../src/domain/credentials.ts";
+import { generateKey } from "../src/domain/keys.ts";
 import { ERRORS } from "../src/http/errors.ts";
-import { generateKey } from "../src/keys.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 /** A refusal: its status, its message to the letter, and the code the error table gives it. */

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
 import { type RunningServer, startServer } from "@agentpass/http";
-import { generateKey } from "../src/keys.ts";
+import { generateKey } from "../src/domain/keys.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 const HAPROXY = process.env.HAPROXY_PATH ?? "/usr/sbin/haproxy";

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
-import { revokeKey } from "../src/credentials.ts";
-import { verifySessionToken } from "../src/session-tokens.ts";
+import { revokeKey } from "../src/domain/credentials.ts";
+import { verifySessionToken } from "../src/domain/session-tokens.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 /** Everything of an answer a caller can see, but the Date header. */

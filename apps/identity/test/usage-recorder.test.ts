@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import { createUsageRecorder, type VerifyOutcome } from "../src/domain/usage-recorder.ts";
 import type { UsageBatch } from "../src/store/usage-store.ts";
-import { createUsageRecorder, type VerifyOutcome } from "../src/usage-recorder.ts";
 
 /** A recorder whose flushed batches are kept, to read what it counted. */
 function recorder() {
@@ -95,6 +95,68 @@ describe("usage recorder", () => {
         if (daily.size > 0) expected.push({ daily, activity });
         assert.deepEqual(batches, expected);
       }),
+    );
+  });
+
+  it("keeps a batch whose write failed and adds it to the next flush", async () => {
+    const written: UsageBatch[] = [];
+    let failNext = true;
+    const usage = createUsageRecorder(
+      {
+        addUsage: async (batch: UsageBatch) => {
+          if (failNext) {
+            failNext = false;
+            throw new Error("database down");
+          }
+          written.push(batch);
+        },
+      } as Parameters<typeof createUsageRecorder>[0],
+      () => {},
+    );
+    const day = Date.UTC(2026, 10, 24);
+    usage.record("p", "success", day + 1, "a");
+    await assert.rejects(usage.flush(), /database down/);
+    usage.record("p", "success", day + 5, "a");
+    usage.record("p", "invalid_token", day + 6);
+    await usage.close();
+    assert.equal(written.length, 1);
+    assert.deepEqual(Object.fromEntries(written[0]?.daily ?? []), {
+      "p|2026-11-24|success": 2,
+      "p|2026-11-24|invalid_token": 1,
+    });
+    assert.deepEqual(written[0]?.activity.get("a|p"), { first: day + 1, last: day + 5, count: 2 });
+  });
+
+  it("never runs two flushes at once: one asked for meanwhile waits, then writes what came since", async () => {
+    let writing = 0;
+    let overlapped = false;
+    const release = Promise.withResolvers<void>();
+    const written: UsageBatch[] = [];
+    const usage = createUsageRecorder(
+      {
+        addUsage: async (batch: UsageBatch) => {
+          writing++;
+          if (writing > 1) overlapped = true;
+          if (written.length === 0) await release.promise;
+          written.push(batch);
+          writing--;
+        },
+      } as Parameters<typeof createUsageRecorder>[0],
+      () => {},
+    );
+    usage.record("p", "success", 1);
+    const first = usage.flush();
+    await new Promise((resolve) => setImmediate(resolve));
+    usage.record("p", "invalid_token", 2);
+    const second = usage.flush();
+    await new Promise((resolve) => setImmediate(resolve));
+    release.resolve();
+    await Promise.all([first, second]);
+    await usage.close();
+    assert.equal(overlapped, false);
+    assert.deepEqual(
+      written.map((batch) => Object.fromEntries(batch.daily)),
+      [{ "p|1970-01-01|success": 1 }, { "p|1970-01-01|invalid_token": 1 }],
     );
   });
 });

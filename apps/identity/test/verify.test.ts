@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
-import { revokeKey } from "../src/credentials.ts";
+import { revokeKey } from "../src/domain/credentials.ts";
+import { generateKey } from "../src/domain/keys.ts";
 import { ERRORS } from "../src/http/errors.ts";
-import { generateKey } from "../src/keys.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 const body = (sessionToken: unknown) => JSON.stringify({ sessionToken });
@@ -175,7 +175,7 @@ for (const engine of testEngines()) {
 
       it("keeps the other keys of the same partner working", async () => {
         const own = await identity.partner();
-        const { issueKey } = await import("../src/credentials.ts");
+        const { issueKey } = await import("../src/domain/credentials.ts");
         const second = await issueKey(identity.ctx, "partner", own.id, "second");
         assert.ok(second.ok);
         await revokeKey(identity.ctx, "partner", own.keyId);

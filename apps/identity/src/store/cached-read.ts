@@ -1,3 +1,5 @@
+import { LRUCache } from "lru-cache";
+
 const MAX_ENTRIES = 10_000;
 
 /** Tells whether the database may have changed since its previous call. */
@@ -37,20 +39,22 @@ export function createReadCaches(hasChanged: ChangeCheck, onChange?: () => Promi
     beginRequest: awaitCheck,
 
     cached<Row>(read: (key: string) => Promise<Row | undefined>) {
-      let entries = new Map<string, Row | undefined>();
+      // Rows wrapped, as lru-cache stores no undefined (a key that does not exist is cached too).
+      const entries = new LRUCache<string, { row: Row | undefined }>({ max: MAX_ENTRIES });
       let entriesGeneration = generation;
       return async (key: string): Promise<Row | undefined> => {
-        if (entriesGeneration !== generation || entries.size >= MAX_ENTRIES) {
-          entries = new Map();
+        if (entriesGeneration !== generation) {
+          entries.clear();
           entriesGeneration = generation;
         }
-        if (entries.has(key)) return entries.get(key);
+        const hit = entries.get(key);
+        if (hit) return hit.row;
         const startedIn = generation;
         const row = await read(key);
         // A read that began before a change and ended after the check that noticed it may hold
         // the row as it was (a key not yet revoked): it answers its own request, which arrived
         // before the change, but is never kept for the requests after it.
-        if (startedIn === generation && entriesGeneration === generation) entries.set(key, row);
+        if (startedIn === generation && entriesGeneration === generation) entries.set(key, { row });
         return row;
       };
     },

@@ -130,6 +130,8 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
   return {
     /** The query builder, for health checks and tests. */
     db: database.db,
+    /** The one write path, for stores kept beside this one (the rate-limit counters). */
+    write: database.write,
 
     async createAccount(email: string, createdAt: number): Promise<Account | null> {
       const account = { id: randomUUID(), email, created_at: createdAt };

@@ -14,10 +14,14 @@ export function createUsageStore(
 ) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   return {
-    /** Adds a batch gathered in memory, in one transaction; partners deleted meanwhile are skipped. */
+    /**
+     * Adds a batch gathered in memory, in one transaction; partners deleted meanwhile are skipped.
+     * Rows are taken in key order, so two instances flushing at once wait for each other's row
+     * locks in the same order and never deadlock.
+     */
     async addUsage(batch: UsageBatch): Promise<void> {
       await database.transaction(async (trx) => {
-        for (const [key, count] of batch.daily) {
+        for (const [key, count] of [...batch.daily].sort(byKey)) {
           const [partnerId = "", day = "", outcome = ""] = key.split("|");
           const partner = await trx
             .selectFrom("partners")
@@ -35,7 +39,7 @@ export function createUsageStore(
             )
             .execute();
         }
-        for (const [key, seen] of batch.activity) {
+        for (const [key, seen] of [...batch.activity].sort(byKey)) {
           const [accountId = "", partnerId = ""] = key.split("|");
           const exists = await trx
             .selectFrom("accounts")
@@ -94,3 +98,7 @@ export function createUsageStore(
 }
 
 export type UsageStore = ReturnType<typeof createUsageStore>;
+
+function byKey([a]: [string, unknown], [b]: [string, unknown]): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

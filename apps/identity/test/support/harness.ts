@@ -1,8 +1,8 @@
 import { createTestDatabase, type Engine } from "@agentpass/db/testing";
-import { createAccount } from "../../src/accounts.ts";
 import { loadConfig } from "../../src/config.ts";
-import { issueKey } from "../../src/credentials.ts";
-import { createPartner } from "../../src/partners.ts";
+import { createAccount } from "../../src/domain/accounts.ts";
+import { issueKey } from "../../src/domain/credentials.ts";
+import { createPartner } from "../../src/domain/partners.ts";
 import { openIdentityService } from "../../src/service.ts";
 
 export const START = Date.UTC(2026, 10, 23, 12, 0, 0);

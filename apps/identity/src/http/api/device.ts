@@ -1,8 +1,8 @@
 import { defineEndpoint, type Endpoint, type EndpointRequest, HttpError } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
-import { pollDeviceLogin, startDeviceLogin } from "../../device-login.ts";
-import { type RateLimiter, tooManyRequests } from "../../rate-limit.ts";
+import { pollDeviceLogin, startDeviceLogin } from "../../domain/device-login.ts";
+import { type RateLimiter, tooManyRequests } from "../../infra/rate-limit.ts";
 import { ERRORS } from "../errors.ts";
 
 export const DeviceCodeRequest = z.object({

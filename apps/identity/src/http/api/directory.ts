@@ -1,7 +1,7 @@
 import { defineEndpoint, type Endpoint } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
-import { type DirectoryEntry, listDirectory } from "../../partners.ts";
+import { type DirectoryEntry, listDirectory } from "../../domain/partners.ts";
 
 export const DirectoryResponse = z.object({
   partners: z.array(

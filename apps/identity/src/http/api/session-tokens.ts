@@ -9,8 +9,8 @@ import {
 } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
-import { type RateLimiter, rateLimitHeaders, tooManyRequests } from "../../rate-limit.ts";
-import { mintSessionToken } from "../../session-tokens.ts";
+import { mintSessionToken } from "../../domain/session-tokens.ts";
+import { type RateLimiter, rateLimitHeaders, tooManyRequests } from "../../infra/rate-limit.ts";
 import { ERRORS } from "../errors.ts";
 
 export const MintRequest = z.object({

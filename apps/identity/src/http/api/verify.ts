@@ -8,8 +8,8 @@ import {
 } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
-import { type RateLimiter, tooManyRequests } from "../../rate-limit.ts";
-import { verifySessionToken } from "../../session-tokens.ts";
+import { verifySessionToken } from "../../domain/session-tokens.ts";
+import { type RateLimiter, tooManyRequests } from "../../infra/rate-limit.ts";
 import { ERRORS } from "../errors.ts";
 
 export const VerifyRequest = z.object({

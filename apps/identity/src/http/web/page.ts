@@ -1,6 +1,6 @@
 import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
-import type { WebSession } from "../web-sessions.ts";
+import type { WebSession } from "../../domain/web-sessions.ts";
 
 type Content = HtmlEscapedString | Promise<HtmlEscapedString> | string;
 

@@ -6,8 +6,8 @@ import {
   hkdfSync,
   type KeyObject,
   randomBytes,
-  randomFillSync,
 } from "node:crypto";
+import { pooledRandomBytes } from "./crypto.ts";
 
 /**
  * Session tokens are sealed, not signed: AES-256-GCM over a small binary payload, so a partner
@@ -81,7 +81,7 @@ export function sealSessionToken(key: SealingKey, claims: SessionClaims): string
   const header = Buffer.alloc(HEADER_LENGTH);
   header.writeUInt8(VERSION, 0);
   header.write(key.id, 1, "hex");
-  const salt = freshSalt();
+  const salt = pooledRandomBytes(SALT_LENGTH);
   const cipher = createCipheriv("aes-256-gcm", deriveTokenKey(key, salt), NONCE);
   cipher.setAAD(header);
   const ciphertext = Buffer.concat([cipher.update(encodeClaims(claims)), cipher.final()]);
@@ -124,23 +124,6 @@ export function openSessionToken(
   return claims && claims.issuedAt <= key.opensIssuedUntil ? claims : null;
 }
 
-/**
- * Salts come from a pool of random bytes refilled 4 KB at a time (as Node's own `randomUUID`
- * does): a `randomBytes` call per token costs as much as the rest of sealing it. Each byte is
- * handed out once.
- */
-const saltPool = Buffer.alloc(128 * SALT_LENGTH);
-let saltOffset = saltPool.length;
-
-function freshSalt(): Buffer {
-  if (saltOffset === saltPool.length) {
-    randomFillSync(saltPool);
-    saltOffset = 0;
-  }
-  saltOffset += SALT_LENGTH;
-  return Buffer.from(saltPool.subarray(saltOffset - SALT_LENGTH, saltOffset));
-}
-
 function deriveTokenKey(key: SealingKey, salt: Buffer): KeyObject {
   return createSecretKey(
     createHmac("sha256", key.keyObject).update(KDF_LABEL).update(salt).digest(),
@@ -170,21 +153,8 @@ function decodeClaims(payload: Buffer): SessionClaims | null {
   };
 }
 
-/**
- * The 16 bytes of each UUID sealed lately, kept: a key mints with the same two ids again and
- * again, and writing them from hex on every mint would be work repeated.
- */
-let uuidBytes = new Map<string, Buffer>();
-const MAX_UUIDS = 10_000;
-
 function writeUuid(out: Buffer, uuid: string, offset: number): number {
-  let bytes = uuidBytes.get(uuid);
-  if (!bytes) {
-    bytes = Buffer.from(uuid.replaceAll("-", ""), "hex");
-    if (uuidBytes.size >= MAX_UUIDS) uuidBytes = new Map();
-    uuidBytes.set(uuid, bytes);
-  }
-  return offset + bytes.copy(out, offset, 0, UUID_LENGTH);
+  return offset + out.write(uuid.replaceAll("-", ""), offset, UUID_LENGTH, "hex");
 }
 
 function readUuid(buffer: Buffer, offset: number): string {

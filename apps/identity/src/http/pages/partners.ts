@@ -1,7 +1,6 @@
 import { type Context, Hono } from "hono";
-import type { IdentityContext } from "../context.ts";
-import { issueKey, listKeys, revokeKey } from "../credentials.ts";
-import { PUBLIC_FETCH_LIMITS } from "../fetch-public-document.ts";
+import type { IdentityContext } from "../../context.ts";
+import { issueKey, listKeys, revokeKey } from "../../domain/credentials.ts";
 import {
   checkPartnerSite,
   createPartner,
@@ -12,13 +11,14 @@ import {
   type SiteCheckResult,
   siteVerificationUrl,
   updatePartner,
-} from "../partners.ts";
-import type { Partner } from "../store/store.ts";
+} from "../../domain/partners.ts";
+import { PUBLIC_FETCH_LIMITS } from "../../infra/fetch-public-document.ts";
+import type { Partner } from "../../store/store.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
 import { csrfField, formatTime, html, renderPage } from "../web/page.ts";
 import { lastDays, usageChart } from "../web/usage-chart.ts";
-import { confirmPage, notFound } from "./account-pages.ts";
+import { confirmPage, notFound } from "./account.ts";
 
 type Notice = ReturnType<typeof html>;
 

@@ -1,9 +1,11 @@
 import { createRequire } from "node:module";
+import type { Write } from "@agentpass/db";
 import { COMMON_ERRORS, HttpError } from "@agentpass/http";
 import type { Redis } from "ioredis";
-import { type Kysely, sql } from "kysely";
-import type { Clock } from "./clock.ts";
-import type { IdentityDatabase } from "./store/schema.ts";
+import { sql } from "kysely";
+import { LRUCache } from "lru-cache";
+import type { Clock } from "../domain/clock.ts";
+import type { IdentityDatabase } from "../store/schema.ts";
 
 /** What one counted attempt learned: whether it may go on, and the window's budget. */
 export interface RateLimitResult {
@@ -46,7 +48,8 @@ export function createRateLimiter(
   options: { name: string; limit: number; windowMs: number; clock: Clock },
 ): RateLimiter {
   const { name, limit, windowMs, clock } = options;
-  const refusedUntil = new Map<string, number>();
+  // Keys refused lately, with when their window ends; the oldest are forgotten past the bound.
+  const refusedUntil = new LRUCache<string, number>({ max: 10_000 });
   return {
     async take(key) {
       const now = clock();
@@ -57,7 +60,6 @@ export function createRateLimiter(
         return { ok: true, limit, remaining: limit - count, resetSeconds: toSeconds(resetMs) };
       }
       const answeredAt = clock();
-      if (refusedUntil.size >= 10_000) sweep(refusedUntil, answeredAt);
       refusedUntil.set(key, answeredAt + resetMs);
       return refusal(limit, resetMs);
     },
@@ -131,7 +133,7 @@ const databaseNowMs = sql<number>`floor(extract(epoch FROM clock_timestamp()) * 
  *
  * Counters of past windows are deleted off the request path (`store/purge.ts`).
  */
-export function createDatabaseRateLimitStore(db: Kysely<IdentityDatabase>): RateLimitStore {
+export function createDatabaseRateLimitStore(write: Write<IdentityDatabase>): RateLimitStore {
   /** Hits waiting for their counter's next upsert, by counter. */
   const waiting = new Map<string, PromiseWithResolvers<RateLimitHit>[]>();
   const inFlight = new Set<string>();
@@ -139,24 +141,26 @@ export function createDatabaseRateLimitStore(db: Kysely<IdentityDatabase>): Rate
   async function add(bucket: string, windowMs: number, n: number): Promise<RateLimitHit> {
     // The window never moves back: an upsert that read the clock before the window turned but
     // took the row's lock after one that read it later counts into the newer window.
-    const row = await db
-      .insertInto("rate_limits")
-      .values({
-        key: bucket,
-        window_start: sql<number>`(floor(${databaseNowMs} / ${windowMs}) * ${windowMs})::bigint`,
-        count: n,
-      })
-      .onConflict((oc) =>
-        oc.column("key").doUpdateSet({
-          count: sql`CASE WHEN rate_limits.window_start >= excluded.window_start THEN rate_limits.count + excluded.count ELSE excluded.count END`,
-          window_start: sql`greatest(rate_limits.window_start, excluded.window_start)`,
-        }),
-      )
-      .returning([
-        "count",
-        sql<string>`window_start + ${windowMs} - ${databaseNowMs}`.as("reset_ms"),
-      ])
-      .executeTakeFirstOrThrow();
+    const row = await write((db) =>
+      db
+        .insertInto("rate_limits")
+        .values({
+          key: bucket,
+          window_start: sql<number>`(floor(${databaseNowMs} / ${windowMs}) * ${windowMs})::bigint`,
+          count: n,
+        })
+        .onConflict((oc) =>
+          oc.column("key").doUpdateSet({
+            count: sql`CASE WHEN rate_limits.window_start >= excluded.window_start THEN rate_limits.count + excluded.count ELSE excluded.count END`,
+            window_start: sql`greatest(rate_limits.window_start, excluded.window_start)`,
+          }),
+        )
+        .returning([
+          "count",
+          sql<string>`window_start + ${windowMs} - ${databaseNowMs}`.as("reset_ms"),
+        ])
+        .executeTakeFirstOrThrow(),
+    );
     return { count: Number(row.count), resetMs: Number(row.reset_ms) };
   }
 
@@ -278,10 +282,6 @@ export function createRedisRateLimitStore(
       await fallback.close();
     },
   };
-}
-
-function sweep(refusedUntil: Map<string, number>, now: number) {
-  for (const [key, until] of refusedUntil) if (until <= now) refusedUntil.delete(key);
 }
 
 function sweepWindows(windows: Map<string, { end: number }>, now: number) {

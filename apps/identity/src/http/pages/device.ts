@@ -1,12 +1,12 @@
 import { type Context, Hono } from "hono";
-import type { IdentityContext } from "../context.ts";
+import type { IdentityContext } from "../../context.ts";
 import {
   decideDeviceLogin,
   findPendingDeviceLogin,
   normalizeUserCode,
   type PendingDeviceLogin,
-} from "../device-login.ts";
-import type { RateLimiter } from "../rate-limit.ts";
+} from "../../domain/device-login.ts";
+import type { RateLimiter } from "../../infra/rate-limit.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
 

@@ -1,5 +1,5 @@
-import { hash, randomInt } from "node:crypto";
 import { crc32 } from "node:zlib";
+import { randomString, sha256 } from "../infra/crypto.ts";
 
 /** The two long-lived secrets. Distinct prefixes mean one can never pass for the other. */
 export type KeyKind = "user" | "partner";
@@ -16,9 +16,7 @@ const DISPLAY_LENGTH = 4 + 8;
 
 /** Makes a new key: prefix, random base62 body, and a CRC32 checksum (GitHub's format). */
 export function generateKey(kind: KeyKind): string {
-  let body = PREFIXES[kind];
-  // randomInt draws from a CSPRNG without modulo bias.
-  for (let i = 0; i < RANDOM_LENGTH; i++) body += ALPHABET[randomInt(ALPHABET.length)];
+  const body = PREFIXES[kind] + randomString(ALPHABET, RANDOM_LENGTH);
   return body + checksumOf(body);
 }
 
@@ -44,7 +42,7 @@ export function isWellFormedKey(kind: KeyKind, key: string): boolean {
  * `hash` rather than a `Hash` object: it runs on every verify and mint.
  */
 export function hashKey(key: string): string {
-  return hash("sha256", key, "base64url");
+  return sha256(key);
 }
 
 /** The part of a key that may be shown again after creation, e.g. `apu_3kT9xQ2m`. */

@@ -1,16 +1,16 @@
 import { Hono } from "hono";
-import type { IdentityContext } from "../context.ts";
-import type { Mailer } from "../mailer.ts";
+import type { IdentityContext } from "../../context.ts";
 import {
   pendingSignInAddress,
   redeemSignInCode,
   redeemSignInLink,
   requestSignInCode,
   type SignInDeps,
-} from "../sign-in.ts";
+} from "../../domain/sign-in.ts";
+import { endAllWebSessions, endWebSession, startWebSession } from "../../domain/web-sessions.ts";
+import type { Mailer } from "../../infra/mailer.ts";
 import { safeNext, type WebGuard, type WebRequest } from "../web/guard.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
-import { endAllWebSessions, endWebSession, startWebSession } from "../web-sessions.ts";
 
 export interface SignInPagesOptions {
   ctx: IdentityContext;

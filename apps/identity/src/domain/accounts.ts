@@ -1,6 +1,6 @@
 import { canonicalizeEmail } from "@agentpass/verify";
-import type { IdentityContext } from "./context.ts";
-import type { Account } from "./store/store.ts";
+import type { IdentityContext } from "../context.ts";
+import type { Account } from "../store/store.ts";
 
 export type AccountResult =
   | { ok: true; account: Account }

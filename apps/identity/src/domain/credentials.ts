@@ -1,6 +1,6 @@
-import type { IdentityContext } from "./context.ts";
+import type { IdentityContext } from "../context.ts";
+import type { KeyRecord, KeyTableName } from "../store/store.ts";
 import { displayPrefixOf, generateKey, hashKey, type KeyKind } from "./keys.ts";
-import type { KeyRecord, KeyTableName } from "./store/store.ts";
 
 const TABLES: Record<KeyKind, KeyTableName> = { user: "user_keys", partner: "partner_keys" };
 export const MAX_KEY_NAME_LENGTH = 100;

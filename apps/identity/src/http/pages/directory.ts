@@ -1,6 +1,6 @@
 import { Hono } from "hono";
-import type { IdentityContext } from "../context.ts";
-import { type DirectoryEntry, listDirectory } from "../partners.ts";
+import type { IdentityContext } from "../../context.ts";
+import { type DirectoryEntry, listDirectory } from "../../domain/partners.ts";
 import type { WebGuard } from "../web/guard.ts";
 import { html, renderPage } from "../web/page.ts";
 

@@ -1,10 +1,9 @@
-import { randomBytes } from "node:crypto";
 import { readHeader, readTextBody } from "@agentpass/http";
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
-import type { IdentityContext } from "../context.ts";
-import { sameHash, sha256 } from "../sign-in.ts";
-import { resolveWebSession, SESSION_MAX_MS, type WebSession } from "../web-sessions.ts";
+import type { IdentityContext } from "../../context.ts";
+import { resolveWebSession, SESSION_MAX_MS, type WebSession } from "../../domain/web-sessions.ts";
+import { randomSecret, sameHash, sha256 } from "../../infra/crypto.ts";
 
 /** What a dashboard page handler gets beside the Hono context. */
 export interface WebRequest {
@@ -59,7 +58,7 @@ export function createWebGuard(ctx: IdentityContext, options: { secure: boolean 
   function browserIdOf(c: Context): string {
     const existing = getCookie(c, names.browser);
     if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
-    const fresh = randomBytes(32).toString("base64url");
+    const fresh = randomSecret();
     setCookie(c, names.browser, fresh, { ...cookieOptions, maxAge: BROWSER_COOKIE_MAX_AGE_S });
     return fresh;
   }

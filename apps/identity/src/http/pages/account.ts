@@ -1,10 +1,10 @@
 import { type Context, Hono } from "hono";
-import type { IdentityContext } from "../context.ts";
-import { issueKey, listKeys, revokeKey } from "../credentials.ts";
+import type { IdentityContext } from "../../context.ts";
+import { issueKey, listKeys, revokeKey } from "../../domain/credentials.ts";
+import { endAllWebSessions } from "../../domain/web-sessions.ts";
 import type { SignedInRequest, WebGuard, WebRequest } from "../web/guard.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
 import { csrfField, formatTime, html, renderPage } from "../web/page.ts";
-import { endAllWebSessions } from "../web-sessions.ts";
 
 /** A person's pages: user keys, who learned their email, and the account itself. */
 export function accountPages(ctx: IdentityContext, guard: WebGuard, publicUrl: string) {

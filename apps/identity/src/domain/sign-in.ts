@@ -1,9 +1,10 @@
-import { hash, randomBytes, randomInt, randomUUID, timingSafeEqual } from "node:crypto";
+import { randomInt, randomUUID } from "node:crypto";
 import { canonicalizeEmail } from "@agentpass/verify";
-import type { IdentityContext } from "./context.ts";
-import type { Mailer } from "./mailer.ts";
-import type { RateLimiter } from "./rate-limit.ts";
-import type { Account } from "./store/store.ts";
+import type { IdentityContext } from "../context.ts";
+import { randomSecret, sameHash, sha256 } from "../infra/crypto.ts";
+import type { Mailer } from "../infra/mailer.ts";
+import type { RateLimiter } from "../infra/rate-limit.ts";
+import type { Account } from "../store/store.ts";
 
 export const CODE_LIFETIME_MS = 10 * 60 * 1000;
 export const MAX_CODE_ATTEMPTS = 5;
@@ -64,7 +65,7 @@ export async function requestSignInCode(
   }
   const now = deps.ctx.clock();
   const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
-  const link = randomBytes(32).toString("base64url");
+  const link = randomSecret();
   await deps.ctx.web.insertSignInCode({
     id: randomUUID(),
     email: canonical.email,
@@ -155,15 +156,4 @@ async function finish(
   const settled = account ?? (await ctx.store.findAccountByEmail(email));
   if (!settled) throw new Error("account vanished during sign-in");
   return { ok: true, account: settled };
-}
-
-export function sha256(value: string): string {
-  return hash("sha256", value, "base64url");
-}
-
-/** Compares two hashes in constant time. */
-export function sameHash(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
 }

@@ -1,4 +1,4 @@
-import type { KeyTableName, Store } from "./store/store.ts";
+import type { KeyTableName, Store } from "../store/store.ts";
 
 const FLUSH_INTERVAL_MS = 5_000;
 

@@ -11,10 +11,9 @@ import {
   writeFileSync,
 } from "node:fs";
 import { dirname, join } from "node:path";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
-import type { Clock } from "./clock.ts";
-import { type Config, SecretSchema } from "./config.ts";
-import type { Store, StoredSealingKey } from "./store/store.ts";
+import { type Config, SecretSchema } from "../config.ts";
 import {
   CLOCK_SKEW_MS,
   deriveKeyEncryptionKey,
@@ -26,7 +25,9 @@ import {
   toSealingKey,
   unwrapSealingKey,
   wrapSealingKey,
-} from "./tokens.ts";
+} from "../infra/sealed-tokens.ts";
+import type { Store, StoredSealingKey } from "../store/store.ts";
+import type { Clock } from "./clock.ts";
 
 export interface SealingKeyRing {
   /** Where the keys are kept: the database, or TOKEN_KEYS (which no command changes). */
@@ -215,19 +216,19 @@ function createRing(
 ): SealingKeyRing & { entries(): readonly RingEntry[]; install(entries: RingEntry[]): void } {
   let entries: RingEntry[] = [];
   let byId = new Map<string, SealingKey>();
-  let opened = new Map<string, SessionClaims | null>();
+  // What each token recently seen opened to (null: it did not), wrapped as lru-cache stores no null.
+  const opened = new LRUCache<string, { claims: SessionClaims | null }>({ max: MAX_OPENED });
   const ring = {
     get current(): SealingKey {
       return (entries[0] as RingEntry).key;
     },
     open(token: string): SessionClaims | null {
       const known = opened.get(token);
-      if (known !== undefined) return known;
+      if (known) return known.claims;
       // Tokens that do not open are remembered too: a forged token sent again is refused as
       // fast as a real one, so the time of a refusal does not tell which it was.
       const claims = openSessionToken(byId, token);
-      if (opened.size >= MAX_OPENED) opened = new Map();
-      opened.set(token, claims);
+      opened.set(token, { claims });
       return claims;
     },
     list: () =>
@@ -247,7 +248,7 @@ function createRing(
         return { key: { ...key, opensIssuedUntil }, createdAt };
       });
       byId = new Map(entries.map(({ key }) => [key.id, key]));
-      opened = new Map(); // a token remembered before may be one a key no longer opens
+      opened.clear(); // a token remembered before may be one a key no longer opens
     },
     ...changes,
   };

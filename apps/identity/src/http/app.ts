@@ -20,26 +20,26 @@ import { type Context, Hono } from "hono";
 import { matchedRoutes } from "hono/route";
 import { sql } from "kysely";
 import type { Logger } from "pino";
-import type { RateLimitSettings } from "./config.ts";
-import type { IdentityContext } from "./context.ts";
+import type { RateLimitSettings } from "../config.ts";
+import type { IdentityContext } from "../context.ts";
+import { MAX_BODY_BYTES, rateLimits } from "../domain/limits.ts";
 import {
   type FetchPolicy,
   fetchPublicDocument,
   PUBLIC_FETCH_LIMITS,
-} from "./fetch-public-document.ts";
-import { deviceEndpoints } from "./http/api/device.ts";
-import { directoryEndpoint } from "./http/api/directory.ts";
-import { healthEndpoints } from "./http/api/health.ts";
-import { sessionTokensEndpoint } from "./http/api/session-tokens.ts";
-import { verifyEndpoint } from "./http/api/verify.ts";
-import { MAX_BODY_BYTES, rateLimits } from "./limits.ts";
-import type { Mailer } from "./mailer.ts";
-import { createRateLimiter, type RateLimitStore } from "./rate-limit.ts";
-import { accountPages } from "./routes/account-pages.ts";
-import { deviceRoutes } from "./routes/device.ts";
-import { directoryRoutes } from "./routes/directory.ts";
-import { partnerPages } from "./routes/partner-pages.ts";
-import { signInPages } from "./routes/sign-in-pages.ts";
+} from "../infra/fetch-public-document.ts";
+import type { Mailer } from "../infra/mailer.ts";
+import { createRateLimiter, type RateLimitStore } from "../infra/rate-limit.ts";
+import { deviceEndpoints } from "./api/device.ts";
+import { directoryEndpoint } from "./api/directory.ts";
+import { healthEndpoints } from "./api/health.ts";
+import { sessionTokensEndpoint } from "./api/session-tokens.ts";
+import { verifyEndpoint } from "./api/verify.ts";
+import { accountPages } from "./pages/account.ts";
+import { deviceRoutes } from "./pages/device.ts";
+import { directoryRoutes } from "./pages/directory.ts";
+import { partnerPages } from "./pages/partners.ts";
+import { signInPages } from "./pages/sign-in.ts";
 import { FAVICON, SCRIPT, STYLESHEET } from "./web/assets.ts";
 import { errorPage, wantsPage } from "./web/error-page.ts";
 import { createWebGuard } from "./web/guard.ts";

@@ -1,7 +1,6 @@
-import { randomBytes, randomInt } from "node:crypto";
-import type { IdentityContext } from "./context.ts";
+import type { IdentityContext } from "../context.ts";
+import { randomSecret, randomString, sha256 } from "../infra/crypto.ts";
 import { issueKey } from "./credentials.ts";
-import { sha256 } from "./sign-in.ts";
 
 /** RFC 8628 device authorization: the CLI shows a code, the person approves it in a browser. */
 export const DEVICE_CODE_LIFETIME_S = 600;
@@ -29,10 +28,9 @@ export async function startDeviceLogin(
   clientName: string,
   clientAddress: string,
 ) {
-  const deviceCode = randomBytes(32).toString("base64url");
-  let userCode = "";
-  for (let i = 0; i < 8; i++) userCode += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
-  userCode = `${userCode.slice(0, 4)}-${userCode.slice(4)}`;
+  const deviceCode = randomSecret();
+  const drawn = randomString(USER_CODE_ALPHABET, 8);
+  const userCode = `${drawn.slice(0, 4)}-${drawn.slice(4)}`;
   const now = ctx.clock();
   await ctx.web.insertDeviceCode({
     device_hash: sha256(deviceCode),

@@ -1,6 +1,5 @@
-import { randomBytes } from "node:crypto";
-import type { IdentityContext } from "./context.ts";
-import { sha256 } from "./sign-in.ts";
+import type { IdentityContext } from "../context.ts";
+import { randomSecret, sha256 } from "../infra/crypto.ts";
 
 /** A browser session ends after a day without use, and after 30 days whatever happens. */
 export const SESSION_IDLE_MS = 24 * 60 * 60 * 1000;
@@ -16,7 +15,7 @@ export interface WebSession {
 
 /** Starts a new session (a fresh id at every sign-in); returns the cookie value. */
 export async function startWebSession(ctx: IdentityContext, accountId: string): Promise<string> {
-  const token = randomBytes(32).toString("base64url");
+  const token = randomSecret();
   const now = ctx.clock();
   await ctx.web.insertSession({
     id_hash: sha256(token),

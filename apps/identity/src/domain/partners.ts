@@ -1,7 +1,7 @@
-import { randomBytes } from "node:crypto";
-import type { IdentityContext } from "./context.ts";
-import type { FetchFailure, FetchResult } from "./fetch-public-document.ts";
-import type { Partner, PartnerDetails } from "./store/store.ts";
+import type { IdentityContext } from "../context.ts";
+import { randomSecret } from "../infra/crypto.ts";
+import type { FetchFailure, FetchResult } from "../infra/fetch-public-document.ts";
+import type { Partner, PartnerDetails } from "../store/store.ts";
 
 export interface PartnerFields {
   name: string;
@@ -91,7 +91,7 @@ export function isSiteVerified(partner: Partner): boolean {
  */
 export async function partnerSiteToken(ctx: IdentityContext, partner: Partner): Promise<string> {
   if (partner.siteToken !== null) return partner.siteToken;
-  const fresh = `agentpass-site-verification=${randomBytes(32).toString("base64url")}`;
+  const fresh = `agentpass-site-verification=${randomSecret()}`;
   return (await ctx.store.keepPartnerSiteToken(partner.id, fresh)) ?? fresh;
 }
 

@@ -1,4 +1,4 @@
-import type { KeyRecord } from "../store/store.ts";
+import type { KeyRecord } from "../../store/store.ts";
 import { csrfField, formatTime, html } from "./page.ts";
 
 /** The table of a person's or a partner's keys, with a revoke button on each active one. */

@@ -1,7 +1,7 @@
-import type { IdentityContext } from "./context.ts";
+import type { IdentityContext } from "../context.ts";
+import type { RateLimiter, RateLimitResult } from "../infra/rate-limit.ts";
+import { CLOCK_SKEW_MS, type SessionClaims, sealSessionToken } from "../infra/sealed-tokens.ts";
 import { hashKey, isWellFormedKey } from "./keys.ts";
-import type { RateLimiter, RateLimitResult } from "./rate-limit.ts";
-import { CLOCK_SKEW_MS, type SessionClaims, sealSessionToken } from "./tokens.ts";
 
 export type MintResult =
   | { ok: true; sessionToken: string; expiresAt: number; limit: RateLimitResult }
