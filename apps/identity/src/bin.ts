@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
+import { isSchemaBehind } from "@agentpass/db";
 import { startServer } from "@agentpass/http";
 import { loadConfig, SecretSchema } from "./config.ts";
 import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
@@ -7,12 +8,14 @@ import { issueKey, listKeys, revokeKey } from "./domain/credentials.ts";
 import type { KeyKind } from "./domain/keys.ts";
 import { createPartner } from "./domain/partners.ts";
 import type { SealingKeyInfo } from "./domain/sealing-keys.ts";
-import { type IdentityService, openIdentityService } from "./service.ts";
+import { createLogger } from "./infra/logger.ts";
+import { type IdentityService, migrateIdentityDatabase, openIdentityService } from "./service.ts";
 
 const USAGE = `agentpass-server — run and administer the AgentPass identity service
 
 Usage:
   agentpass-server serve
+  agentpass-server migrate
   agentpass-server accounts create <email> [--json]
   agentpass-server user-keys create <email> [--name N] [--json]
   agentpass-server user-keys list <email> [--json]
@@ -25,6 +28,9 @@ Usage:
   agentpass-server sealing-keys rotate [--json]
   agentpass-server sealing-keys rewrap < new-secret
 
+serve applies missing migrations at start unless MIGRATE_ON_START=false; migrate applies them
+alone, as a deploy's step. The other commands never migrate: they refuse a database that lacks
+a migration of this release.
 A create prints the new secret (or id) alone on stdout; with --json, one JSON object.
 Sealing keys seal session tokens; they are kept in the database, wrapped under AGENTPASS_SECRET
 (or DATA_DIR/identity.secret). rotate adds a key that seals from then on (running instances take
@@ -65,15 +71,24 @@ async function main(argv: string[]): Promise<void> {
   if (values.help || !group) return void console.log(USAGE);
   const verbs = usageOf(group);
   if (verbs.length === 0) throw new UsageError(`Unknown command: ${group}`);
-  if (group !== "serve" && !action) {
+  if (group !== "serve" && group !== "migrate" && !action) {
     return void console.log(`agentpass-server ${group}: one of\n${verbs.join("\n")}`);
   }
   if (extra.length > 0) throw new UsageError(`Unexpected argument: ${extra[0]}`);
   const loaded = loadConfig();
   if (!loaded.ok) throw new CommandError(loaded.error);
   if (group === "serve") return serveForever(loaded.config);
+  if (group === "migrate") {
+    if (action) throw new UsageError(`Unexpected argument: ${action}`);
+    return migrate(loaded.config);
+  }
 
-  const service = await openIdentityService(loaded.config, {});
+  // Admin commands never migrate (a deploy's migrate step does), and log to stderr: stdout is
+  // their answer.
+  const service = await openIdentityService(
+    { ...loaded.config, migrateOnStart: false },
+    { logger: createLogger(loaded.config.logLevel, "stderr") },
+  );
   try {
     await runAdminCommand(service, `${group} ${action ?? ""}`.trim(), argument, values);
   } finally {
@@ -252,6 +267,16 @@ async function readNewSecret(): Promise<string> {
   return secret;
 }
 
+async function migrate(config: Parameters<typeof migrateIdentityDatabase>[0]): Promise<void> {
+  const { applied, unknown } = await migrateIdentityDatabase(config);
+  console.log(
+    applied.length > 0 ? `Applied ${applied.join(", ")}` : "The database schema is up to date",
+  );
+  if (unknown.length > 0) {
+    console.log(`Applied by a newer release, left as they are: ${unknown.join(", ")}`);
+  }
+}
+
 async function serveForever(config: Parameters<typeof openIdentityService>[0]): Promise<void> {
   const service = await openIdentityService(config);
   const server = await startServer(service, {
@@ -277,8 +302,7 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     console.error(`agentpass-server: ${error.message}\n\n${USAGE}`);
     process.exit(2);
   }
-  console.error(
-    `agentpass-server: ${error instanceof CommandError ? error.message : String(error)}`,
-  );
+  const known = error instanceof CommandError || isSchemaBehind(error);
+  console.error(`agentpass-server: ${known ? error.message : String(error)}`);
   process.exit(1);
 });

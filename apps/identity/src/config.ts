@@ -1,3 +1,4 @@
+import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
 import { parseTrustProxy, type TrustProxy } from "@agentpass/http";
 import { z } from "zod";
 
@@ -31,6 +32,7 @@ const ConfigSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL (leave it unset for SQLite)")
     .optional(),
+  ...databaseSettings,
   SESSION_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   PUBLIC_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -93,7 +95,7 @@ export interface TokenKey {
   secret: Buffer;
 }
 
-export interface Config {
+export interface Config extends DatabaseSettings {
   port: number;
   host: string | undefined;
   trustProxy: TrustProxy;
@@ -146,6 +148,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxConnections: values.MAX_CONNECTIONS,
       dataDir: values.DATA_DIR,
       databaseUrl: values.DATABASE_URL,
+      ...toDatabaseSettings(values),
       sessionTokenTtlSeconds: values.SESSION_TOKEN_TTL_SECONDS,
       publicUrl: (values.PUBLIC_URL ?? `http://localhost:${values.PORT}`).replace(/\/$/, ""),
       logLevel: values.LOG_LEVEL,

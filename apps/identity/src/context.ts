@@ -2,6 +2,7 @@ import type { Clock } from "./domain/clock.ts";
 import type { KeyUsageRecorder } from "./domain/key-usage.ts";
 import type { SealingKeyRing } from "./domain/sealing-keys.ts";
 import type { UsageRecorder } from "./domain/usage-recorder.ts";
+import type { OAuthStore } from "./store/oauth-store.ts";
 import type { Store } from "./store/store.ts";
 import type { UsageStore } from "./store/usage-store.ts";
 import type { WebStore } from "./store/web-store.ts";
@@ -9,6 +10,7 @@ import type { WebStore } from "./store/web-store.ts";
 /** What the domain functions run against, passed in rather than imported. */
 export interface IdentityContext {
   store: Store;
+  oauth: OAuthStore;
   clock: Clock;
   sealingKeys: SealingKeyRing;
   keyUsage: KeyUsageRecorder;

@@ -1,4 +1,4 @@
-import { openDatabase, type Write } from "@agentpass/db";
+import { type MigrationReport, openDatabase, prepareSchema, type Write } from "@agentpass/db";
 import {
   createLoopbackClient,
   type Endpoint,
@@ -11,9 +11,10 @@ import type { Config } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
 import { type Clock, systemClock } from "./domain/clock.ts";
 import { createKeyUsageRecorder } from "./domain/key-usage.ts";
-import { loadSealingKeys } from "./domain/sealing-keys.ts";
+import { loadSealingKeys, serviceSecret } from "./domain/sealing-keys.ts";
 import { createUsageRecorder } from "./domain/usage-recorder.ts";
 import { createApp } from "./http/app.ts";
+import { deriveFlashKey } from "./infra/crypto.ts";
 import { createLogger } from "./infra/logger.ts";
 import { createMailer } from "./infra/mailer.ts";
 import {
@@ -23,6 +24,7 @@ import {
   type RateLimitStore,
 } from "./infra/rate-limit.ts";
 import { identityMigrations } from "./store/migrations.ts";
+import { createOAuthStore } from "./store/oauth-store.ts";
 import { schedulePurges } from "./store/purge.ts";
 import type { IdentityDatabase } from "./store/schema.ts";
 import { createStore } from "./store/store.ts";
@@ -44,20 +46,48 @@ export interface IdentityService {
   close(): Promise<void>;
 }
 
-/** Opens the database (migrating it), loads the sealing keys and builds the app. */
+/** The identity database of `config`, not yet migrated. */
+function openIdentityDatabase(config: Config) {
+  return openDatabase<IdentityDatabase>({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    fileName: "identity.sqlite",
+    poolSize: config.databasePool.size,
+    poolMode: config.databasePool.mode,
+  });
+}
+
+/** Applies the migrations the database lacks: `agentpass-server migrate`, a deploy's step. */
+export async function migrateIdentityDatabase(config: Config): Promise<MigrationReport> {
+  const database = openIdentityDatabase(config);
+  try {
+    return await database.migrate("identity", identityMigrations(database.engine));
+  } finally {
+    await database.close();
+  }
+}
+
+/**
+ * Opens the database (migrating it, unless `config.migrateOnStart` is false: then a database
+ * that lacks a migration is refused), loads the sealing keys and builds the app.
+ */
 export async function openIdentityService(
   config: Config,
   options: { clock?: Clock; logger?: Logger } = {},
 ): Promise<IdentityService> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
-  const database = openDatabase<IdentityDatabase>({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    fileName: "identity.sqlite",
-  });
+  const database = openIdentityDatabase(config);
   try {
-    await database.migrate("identity", identityMigrations(database.engine));
+    await prepareSchema(database, "identity", identityMigrations(database.engine), {
+      migrate: config.migrateOnStart,
+      migrateCommand: "agentpass-server migrate",
+      onUnknown: (names) =>
+        logger.warn(
+          { migrations: names },
+          "the database has migrations this release does not know (a newer release's); running beside them",
+        ),
+    });
     const store = createStore(database);
     const keyUsage = createKeyUsageRecorder(store, (error) =>
       logger.warn({ err: error }, "could not record key use"),
@@ -68,6 +98,7 @@ export async function openIdentityService(
     );
     const ctx: IdentityContext = {
       store,
+      oauth: createOAuthStore(database),
       clock,
       keyUsage,
       web: createWebStore(database),
@@ -91,6 +122,7 @@ export async function openIdentityService(
       rateLimitStore,
       rateLimitSettings: config.rateLimits,
       trustProxy: config.trustProxy,
+      flashKey: deriveFlashKey(serviceSecret(config)),
     });
     const loopback = createLoopbackClient(listener);
     return {

@@ -131,11 +131,18 @@ describe(`the dashboard in Chromium (${engine})`, () => {
   it("creates a user key, shown once with a working copy button, and logs the CLI in with it", async () => {
     await page.getByLabel("Name (the machine or agent it is for)").fill("laptop");
     await page.getByRole("button", { name: "Create key" }).click();
+    await page.waitForURL(/\/keys$/);
     userKey = ((await page.locator("#new-key").textContent()) ?? "").trim();
     assert.match(userKey, /^apu_[A-Za-z0-9]{38}$/);
     // The copy button is hidden until the page's script runs: visible means the CSP let it run.
     assert.equal(await page.locator("button[data-copy]").isVisible(), true);
     await screenshot("user-key-created");
+
+    // The post was answered with a redirect: reloading shows the page again, not the key, and
+    // makes no second key.
+    await page.reload();
+    assert.equal(await page.locator("#new-key").count(), 0, "the key is shown once");
+    assert.equal(await page.locator("#live-keys tbody tr").count(), 1);
 
     const login = await cli(["login", "--with-key"], `${userKey}\n`);
     assert.equal(login.code, 0, login.stderr);
@@ -164,6 +171,7 @@ describe(`the dashboard in Chromium (${engine})`, () => {
       .getByLabel("Type the code shown in your own terminal by agentpass login")
       .fill(userCode);
     await page.getByRole("button", { name: "Continue" }).click();
+    await page.waitForURL(/\/device$/);
     assert.equal(await page.locator("#device-code").textContent(), userCode);
     await screenshot("device-approve");
     await page.getByRole("button", { name: "Approve" }).click();
@@ -186,6 +194,7 @@ describe(`the dashboard in Chromium (${engine})`, () => {
     partnerUrl = page.url();
     await page.getByLabel("Key name").fill("production");
     await page.getByRole("button", { name: "Create partner key" }).click();
+    await page.waitForURL(partnerUrl);
     partnerKey = ((await page.locator("#new-key").textContent()) ?? "").trim();
     assert.match(partnerKey, /^apk_/);
     await screenshot("partner-key-created");
@@ -210,7 +219,7 @@ describe(`the dashboard in Chromium (${engine})`, () => {
 
   it("revokes the partner key after a confirmation, and verify answers 403", async () => {
     await page.goto(partnerUrl);
-    await page.getByRole("button", { name: "Revoke production" }).click();
+    await page.getByRole("link", { name: "Revoke production" }).click();
     await screenshot("revoke-confirm");
     await page.getByRole("button", { name: "Revoke partner key" }).click();
     await page.getByText("Partner key production revoked.").waitFor();
@@ -233,6 +242,43 @@ describe(`the dashboard in Chromium (${engine})`, () => {
       fullPage: true,
     });
     await phone.close();
+  });
+
+  it("renames a key, and folds revoked keys away below the live ones", async () => {
+    await page.goto(`${server.url}/keys`);
+    await page.getByRole("link", { name: "Rename laptop" }).click();
+    await page.getByLabel("Name").fill("work laptop");
+    await page.getByRole("button", { name: "Save name" }).click();
+    await page.waitForURL(/\/keys$/);
+    await page.getByText("Key laptop is now called work laptop.").waitFor();
+    assert.equal(await page.getByRole("link", { name: "Rename work laptop" }).count(), 1);
+    await screenshot("key-renamed");
+
+    await page.getByRole("link", { name: /^Revoke agentpass on / }).click();
+    await page.getByRole("button", { name: "Revoke key" }).click();
+    await page.waitForURL(/\/keys$/);
+    const folded = page.locator("details#revoked-keys");
+    assert.equal(await folded.locator("summary").textContent(), "Revoked keys (1)");
+    assert.equal(await folded.locator("table").isVisible(), false, "folded away");
+    assert.equal(await page.locator("#live-keys tbody tr").count(), 1);
+    await folded.locator("summary").click();
+    assert.match((await folded.locator("table").textContent()) ?? "", /agentpass on /);
+    await screenshot("keys-revoked-folded");
+  });
+
+  it("deletes the partner after a confirmation: its key stops verifying and the directory drops it", async () => {
+    await page.goto(partnerUrl);
+    await page.getByRole("link", { name: "Delete partner…" }).click();
+    await screenshot("partner-delete-confirm");
+    await page.getByRole("button", { name: "Delete partner" }).click();
+    await page.waitForURL(/\/partners$/);
+    await page.getByText("Partner Grace's Notes deleted.").waitFor();
+    await screenshot("partner-deleted");
+    const token = await cli(["token"]);
+    const verified = await verify(partnerKey, token.stdout.trim());
+    assert.equal(verified.status, 401);
+    await page.goto(`${server.url}/directory`);
+    assert.doesNotMatch((await page.locator("main").textContent()) ?? "", /Grace's Notes/);
   });
 
   it("is usable from the keyboard", async () => {
@@ -267,7 +313,7 @@ describe(`the dashboard in Chromium (${engine})`, () => {
 
   it("deletes the account after a confirmation: the CLI's key stops working", async () => {
     await page.goto(`${server.url}/account`);
-    await page.getByRole("button", { name: "Delete account…" }).click();
+    await page.getByRole("link", { name: "Delete account…" }).click();
     await screenshot("delete-confirm");
     await page.getByRole("button", { name: "Delete account" }).click();
     await page.getByText("Your account and all its keys are gone.").waitFor();

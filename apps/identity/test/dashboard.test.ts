@@ -46,7 +46,7 @@ for (const engine of testEngines()) {
     }
 
     async function createUserKey(client: WebClient, name = "laptop") {
-      const page = await (await client.post("/keys", { name })).text();
+      const page = await (await client.submit("/keys", { name })).text();
       const key = /id="new-key" class="secret">(apu_[A-Za-z0-9]+)</.exec(page)?.[1];
       assert.ok(key, "the new key is shown once");
       return key;
@@ -56,7 +56,7 @@ for (const engine of testEngines()) {
       const created = await client.post("/partners", { name: "Weather API", ...fields });
       assert.equal(created.status, 303);
       const path = created.headers.get("location") ?? "";
-      const page = await (await client.post(`${path}/keys`, { name: "production" })).text();
+      const page = await (await client.submit(`${path}/keys`, { name: "production" })).text();
       const key = /id="new-key" class="secret">(apk_[A-Za-z0-9]+)</.exec(page)?.[1];
       assert.ok(key);
       return { path, id: path.split("/").at(-1) ?? "", key };
@@ -321,11 +321,12 @@ for (const engine of testEngines()) {
         const list = await client.text("/keys");
         assert.ok(!list.includes(key), "the list never shows the secret again");
         assert.match(list, new RegExp(`${key.slice(0, 12)}…`));
-        const keyId = /action="\/keys\/([^/]+)\/revoke"/.exec(list)?.[1];
-        const ask = await client.post(`/keys/${keyId}/revoke`, {});
+        const keyId = /href="\/keys\/([^/]+)\/revoke"/.exec(list)?.[1];
+        const ask = await client.submit(`/keys/${keyId}/revoke`, {});
         assert.match(await ask.text(), /Revoke this key\?/);
         assert.equal((await identity.mint(key)).status, 201, "asking is not revoking");
-        await client.post(`/keys/${keyId}/revoke`, { confirm: "yes" });
+        const revoked = await client.post(`/keys/${keyId}/revoke`, { confirm: "yes" });
+        assert.equal(revoked.status, 303);
         assert.equal((await identity.mint(key)).status, 403);
       });
 
@@ -342,9 +343,9 @@ for (const engine of testEngines()) {
         const alice = browser();
         await signIn(alice);
         const aliceKey = await createUserKey(alice);
-        const keyId = /action="\/keys\/([^/]+)\/revoke"/.exec(await alice.text("/keys"))?.[1];
+        const keyId = /href="\/keys\/([^/]+)\/revoke"/.exec(await alice.text("/keys"))?.[1];
         const partner = await createPartnerWithKey(alice);
-        const partnerKeyId = /action="\/partners\/[^/]+\/keys\/([^/]+)\/revoke"/.exec(
+        const partnerKeyId = /href="\/partners\/[^/]+\/keys\/([^/]+)\/revoke"/.exec(
           await alice.text(partner.path),
         )?.[1];
 
@@ -352,14 +353,19 @@ for (const engine of testEngines()) {
         await signIn(mallory);
         const attempts = [
           await mallory.post(`/keys/${keyId}/revoke`, { confirm: "yes" }),
+          await mallory.get(`/keys/${keyId}/revoke`),
+          await mallory.post(`/keys/${keyId}/rename`, { name: "mine" }),
           await mallory.get(partner.path),
           await mallory.post(partner.path, { name: "Taken over", listed: "yes" }),
           await mallory.post(`${partner.path}/keys`, { name: "mine" }),
           await mallory.post(`${partner.path}/keys/${partnerKeyId}/revoke`, { confirm: "yes" }),
+          await mallory.post(`${partner.path}/keys/${partnerKeyId}/rename`, { name: "mine" }),
+          await mallory.post(`${partner.path}/delete`, { confirm: "yes" }),
+          await mallory.get(`${partner.path}/delete`),
         ];
         assert.deepEqual(
           attempts.map((r) => r.status),
-          [404, 404, 404, 404, 404],
+          Array(10).fill(404),
         );
         assert.equal((await identity.mint(aliceKey)).status, 201);
         const token = await identity.token(aliceKey);
@@ -369,6 +375,7 @@ for (const engine of testEngines()) {
           200,
         );
         assert.equal((await identity.ctx.store.findPartner(partner.id))?.name, "Weather API");
+        assert.match(await alice.text("/keys"), /<td>laptop<\/td>/, "the key keeps its name");
       });
     });
 
@@ -404,7 +411,7 @@ for (const engine of testEngines()) {
         assert.match(activity, /Weather API/);
         assert.match(activity, /<td>2<\/td>/);
 
-        const keyId = /action="\/partners\/[^/]+\/keys\/([^/]+)\/revoke"/.exec(page)?.[1];
+        const keyId = /href="\/partners\/[^/]+\/keys\/([^/]+)\/revoke"/.exec(page)?.[1];
         await owner.post(`${partner.path}/keys/${keyId}/revoke`, { confirm: "yes" });
         const revoked = await verify(token);
         assert.equal(revoked.status, 403);
@@ -482,14 +489,22 @@ for (const engine of testEngines()) {
         const userKey = await createUserKey(client);
         const partner = await createPartnerWithKey(client);
         const token = await identity.token(userKey);
+        assert.match(await client.text("/account/delete"), /Delete your account\?/);
         assert.match(
-          await (await client.post("/account/delete", {})).text(),
+          await (await client.submit("/account/delete", {})).text(),
           /Delete your account\?/,
+          "a post without the confirmation leads back to it",
         );
         assert.ok(await identity.ctx.store.findAccountByEmail(email));
         const done = await client.post("/account/delete", { confirm: "yes" });
-        assert.equal(done.status, 200);
+        assert.equal(done.status, 303);
+        assert.equal(done.headers.get("location"), "/");
         assert.equal(await identity.ctx.store.findAccountByEmail(email), undefined);
+        assert.match(
+          await (await client.follow(done)).text(),
+          /<p class="ok" role="status">Your account and all its keys are gone\.<\/p>/,
+        );
+        assert.doesNotMatch(await client.text("/"), /all its keys are gone/, "said once");
         assert.equal((await identity.mint(userKey)).status, 401);
         const verified = await identity.verify(
           `Bearer ${partner.key}`,
@@ -537,9 +552,18 @@ for (const engine of testEngines()) {
         );
         await signIn(person);
         const typed = String(code.user_code).toLowerCase().replace("-", " ");
-        const page = await (await person.post("/device", { code: typed })).text();
+        const looked = await person.post("/device", { code: typed });
+        assert.equal(looked.status, 303, "the code typed goes to the confirmation, not in a URL");
+        assert.equal(looked.headers.get("location"), "/device");
+        const page = await (await person.follow(looked)).text();
         assert.match(page, /ada-laptop/);
-        await person.post("/device", { code: String(code.user_code), decision: "approve" });
+        assert.match(page, /name="decision" value="approve"/);
+        assert.doesNotMatch(await person.text("/device"), /ada-laptop/, "shown once");
+        const approved = await person.submit("/device", {
+          code: String(code.user_code),
+          decision: "approve",
+        });
+        assert.match(await approved.text(), /<p class="ok" role="status">Approved\./);
 
         identity.advance(5000);
         const granted = await poll(deviceCode);

@@ -63,7 +63,7 @@ for (const engine of testEngines()) {
     it("shows who asks as unverified, without bidi or invisible characters, and when and from where", async () => {
       const attacker = await startLogin(HOSTILE_NAME);
       const victim = await signedIn();
-      const page = await (await victim.post("/device", { code: attacker.user_code })).text();
+      const page = await (await victim.submit("/device", { code: attacker.user_code })).text();
       assert.ok(!/[\u200b\u202e\u2066\u3164]/.test(page), "no bidi or invisible characters");
       assert.match(
         page,
@@ -84,7 +84,7 @@ for (const engine of testEngines()) {
         });
         const { user_code } = (await started.json()) as { user_code: string };
         const victim = await signedIn(proxied);
-        const page = await (await victim.post("/device", { code: user_code })).text();
+        const page = await (await victim.submit("/device", { code: user_code })).text();
         assert.match(page, /203\.0\.113\.77 <span class="muted">\(network 203\.0\.113\.0\/24\)/);
         assert.match(page, /started from another network than the one you are using now/);
       } finally {

@@ -5,6 +5,7 @@ import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
 import { createLoopbackClient } from "@agentpass/http";
 import { createApp } from "../src/http/app.ts";
+import { deriveFlashKey } from "../src/infra/crypto.ts";
 import { createMailer } from "../src/infra/mailer.ts";
 import { createMemoryRateLimitStore } from "../src/infra/rate-limit.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
@@ -125,7 +126,8 @@ for (const engine of testEngines()) {
       return card[0];
     }
 
-    const check = (client: WebClient, path: string) => client.post(`${path}/site-check`, {});
+    /** Presses "Check now": the partner's page it leads to tells the outcome. */
+    const check = (client: WebClient, path: string) => client.submit(`${path}/site-check`, {});
 
     it("shows the owner a token, verifies the website once it serves the token, and the directory says so; another origin ends it", async () => {
       const owner = await signedIn();
@@ -196,6 +198,7 @@ for (const engine of testEngines()) {
           },
           trustProxy: "none",
           fetchTimeoutMs: 200,
+          flashKey: deriveFlashKey("the secret of this test's second app"),
         }).listener,
       );
       const hurried = webClient(hurriedApp);

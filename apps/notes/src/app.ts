@@ -12,7 +12,15 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { NotesContext } from "./context.ts";
 import { MAX_BODY_BYTES } from "./limits.ts";
+import { mcpEndpoint } from "./mcp/endpoint.ts";
+import { boundTokenUser, verifiedUser } from "./routes/authenticate.ts";
 import { noteEndpoints } from "./routes/notes.ts";
+import {
+  protectedResourceEndpoints,
+  RESOURCE_NAME,
+  RESOURCE_PATHS,
+  resourceMetadataUrl,
+} from "./routes/protected-resource.ts";
 import { answerOfRefusal } from "./routes/refusals.ts";
 import { tagEndpoints } from "./routes/tags.ts";
 
@@ -20,28 +28,41 @@ export const AUTHENTICATION = {
   header: "x-session-token",
   example: 'curl -H "x-session-token: $(agentpass token)" <base_url>/api/notes',
   description:
-    "Every notes and tags call carries a 5-minute AgentPass session token minted by `agentpass token`. A 401 means mint a fresh one (`agentpass token --fresh`) and retry. Every refusal is `{ error, code }`: `error` for people, `code` for programs.",
+    "Every notes and tags call carries a 5-minute AgentPass session token minted by `agentpass token`, in `x-session-token` or as `Authorization: Bearer` (RFC 6750); `/mcp` takes only a token minted for the notes API (`agentpass token --audience <notes partner id>`). A 401 means mint a fresh one (`agentpass token --fresh`) and retry. Every refusal is `{ error, code }`: `error` for people, `code` for programs.",
+};
+
+/** How the index tells each endpoint's credential, by its security scheme. */
+const AUTH_BY_SCHEME: Record<string, string> = {
+  // Authorization: Bearer takes the same token (`authentication.description` says so).
+  sessionToken: "x-session-token: $(agentpass token)",
+  boundToken: "Authorization: Bearer $(agentpass token --audience <notes partner id>)",
 };
 
 /**
  * The notes API: every endpoint defined once (schemas, refusals, handler), served by the one
  * API router and described by the generated OpenAPI document and the index at `GET /api`.
+ * `agentpassUrl` is named as the authorization server of its protected resources (RFC 9728).
  */
 export function createNotesApi(
   ctx: NotesContext,
-  options: { logger: Logger; publicUrl: string; trustProxy?: TrustProxy },
+  options: { logger: Logger; publicUrl: string; agentpassUrl: string; trustProxy?: TrustProxy },
 ): { listener: Listener; endpoints: Endpoint[] } {
+  const { publicUrl } = options;
+  const verified = verifiedUser(ctx, resourceMetadataUrl(publicUrl, RESOURCE_PATHS.api));
+  const bound = boundTokenUser(ctx, resourceMetadataUrl(publicUrl, RESOURCE_PATHS.mcp));
   const api: Endpoint[] = [
     indexEndpoint(() => api),
-    ...noteEndpoints(ctx),
-    ...tagEndpoints(ctx),
+    ...noteEndpoints(ctx, verified),
+    ...tagEndpoints(ctx, verified),
+    mcpEndpoint(ctx, { publicUrl, logger: options.logger, authenticate: bound }),
+    ...protectedResourceEndpoints({ publicUrl, agentpassUrl: options.agentpassUrl }),
     ...healthEndpoints(ctx),
   ];
   const endpoints = [
     ...api,
     ...apiDocsEndpoints(api, {
       info: {
-        title: "AgentPass reference notes API",
+        title: RESOURCE_NAME,
         version: "0.1.0",
         description: AUTHENTICATION.description,
         license: { name: "MIT", identifier: "MIT" },
@@ -54,6 +75,11 @@ export function createNotesApi(
             in: "header",
             name: "x-session-token",
             description: "A session token: $(agentpass token)",
+          },
+          bearerToken: {
+            type: "http",
+            scheme: "bearer",
+            description: "The same session token as `Authorization: Bearer` (RFC 6750)",
           },
         },
       },
@@ -110,23 +136,26 @@ function indexEndpoint(api: () => Endpoint[]): Endpoint {
     handle: () => ({
       status: 200,
       body: {
-        name: "AgentPass reference notes API",
+        name: RESOURCE_NAME,
         authentication: AUTHENTICATION,
         endpoints: api()
-          .filter((endpoint) => endpoint.path.startsWith("/api"))
+          .filter((endpoint) => /^\/(api|mcp|\.well-known)\b/.test(endpoint.path))
           .map((endpoint) => ({
             method: endpoint.method,
             path: endpoint.path.replace(/\{(\w+)\}/g, ":$1"),
             description: endpoint.operation.summary ?? "",
-            auth: endpoint.operation.security?.length
-              ? "x-session-token: $(agentpass token)"
-              : "none",
+            auth: authOf(endpoint),
           })),
         openapi: "/api/openapi.json",
         docs: "/docs",
       },
     }),
   });
+}
+
+function authOf(endpoint: Endpoint): string {
+  const scheme = Object.keys(endpoint.operation.security?.[0] ?? {})[0];
+  return scheme === undefined ? "none" : (AUTH_BY_SCHEME[scheme] ?? scheme);
 }
 
 /** Liveness (the process answers) and readiness (its database answers too). */

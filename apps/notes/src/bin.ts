@@ -1,20 +1,24 @@
 #!/usr/bin/env node
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
+import { isSchemaBehind } from "@agentpass/db";
 import { startServer } from "@agentpass/http";
 import { canonicalizeEmail } from "@agentpass/verify";
 import pino from "pino";
 import { loadNotesConfig, type NotesConfig } from "./config.ts";
-import { openNotesService } from "./service.ts";
+import { migrateNotesDatabase, openNotesService } from "./service.ts";
 
 const USAGE = `agentpass-notes — the AgentPass reference notes API
 
 Usage:
   agentpass-notes serve
+  agentpass-notes migrate
   agentpass-notes users add <email>
   agentpass-notes users list [--json]
   agentpass-notes users remove <email> [--yes]
 
+serve applies missing migrations at start unless MIGRATE_ON_START=false; migrate applies them
+alone, as a deploy's step. users never migrates: it refuses a database that lacks a migration.
 Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, AGENTPASS_URL,
 AGENTPASS_PARTNER_KEY, ...); see the README.`;
 
@@ -54,9 +58,16 @@ async function main(argv: string[]): Promise<void> {
   const loaded = loadNotesConfig();
   if (!loaded.ok) throw new CommandError(loaded.error);
   if (group === "serve") return serve(loaded.config);
+  if (group === "migrate") {
+    if (action) throw new UsageError(`Unexpected argument: ${action}`);
+    return migrate(loaded.config);
+  }
   if (group !== "users") throw new UsageError(`Unknown command: ${group}`);
 
-  const service = await openNotesService(loaded.config, { logger: pino({ level: "silent" }) });
+  const service = await openNotesService(
+    { ...loaded.config, migrateOnStart: false },
+    { logger: pino({ level: "silent" }) },
+  );
   const { store } = service.ctx;
   try {
     if (action === "list") {
@@ -91,6 +102,16 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+async function migrate(config: NotesConfig): Promise<void> {
+  const { applied, unknown } = await migrateNotesDatabase(config);
+  console.log(
+    applied.length > 0 ? `Applied ${applied.join(", ")}` : "The database schema is up to date",
+  );
+  if (unknown.length > 0) {
+    console.log(`Applied by a newer release, left as they are: ${unknown.join(", ")}`);
+  }
+}
+
 async function confirm(question: string): Promise<boolean> {
   if (!process.stdin.isTTY) return false;
   const prompt = createInterface({ input: process.stdin, output: process.stderr });
@@ -116,8 +137,7 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     console.error(`agentpass-notes: ${error.message}\n\n${USAGE}`);
     process.exit(2);
   }
-  console.error(
-    `agentpass-notes: ${error instanceof CommandError ? error.message : String(error)}`,
-  );
+  const known = error instanceof CommandError || isSchemaBehind(error);
+  console.error(`agentpass-notes: ${known ? error.message : String(error)}`);
   process.exit(1);
 });

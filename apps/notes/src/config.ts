@@ -1,4 +1,5 @@
 import { availableParallelism } from "node:os";
+import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
 import { z } from "zod";
 import { DEFAULT_NOTES_LIMITS, type NotesLimits } from "./store/limits.ts";
 
@@ -11,6 +12,7 @@ const ConfigSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL (leave it unset for SQLite)")
     .optional(),
+  ...databaseSettings,
   AGENTPASS_URL: z.url().default("http://localhost:4000"),
   AGENTPASS_PARTNER_KEY: z.string().min(1).optional(),
   /** How long a verification may take before the call is answered 503. */
@@ -58,7 +60,7 @@ const ConfigSchema = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
-export interface NotesConfig {
+export interface NotesConfig extends DatabaseSettings {
   port: number;
   host: string | undefined;
   dataDir: string;
@@ -93,6 +95,7 @@ export function loadNotesConfig(
       host: v.HOST,
       dataDir: v.DATA_DIR,
       databaseUrl: v.DATABASE_URL,
+      ...toDatabaseSettings(v),
       agentpassUrl: v.AGENTPASS_URL.replace(/\/+$/, ""),
       partnerKey: v.AGENTPASS_PARTNER_KEY,
       agentpassTimeoutMs: v.AGENTPASS_TIMEOUT_MS,

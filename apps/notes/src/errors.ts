@@ -13,9 +13,20 @@ export const ERRORS = {
     invalid_query: { status: 400, message: "Invalid query parameters" },
     invalid_note_id: { status: 400, message: "Invalid note id" },
     invalid_tag_id: { status: 400, message: "Invalid tag id" },
+    // RFC 6750's code: one request, two different credentials.
+    invalid_request: {
+      status: 400,
+      message:
+        "Two different session tokens: send one, as Authorization: Bearer or x-session-token",
+    },
     session_token_missing: { status: 401, message: "Missing session token" },
     session_token_invalid: { status: 401, message: "Invalid or expired session token" },
+    session_token_unbound: {
+      status: 401,
+      message: "Session token not bound to the notes API: mint it with --audience",
+    },
     no_account: { status: 401, message: "No account for this user" },
+    origin_not_allowed: { status: 403, message: "Origin not allowed" },
     note_not_found: { status: 404, message: "Note not found" },
     tag_not_found: { status: 404, message: "Tag not found" },
     tag_exists: { status: 409, message: "Tag already exists" },
@@ -28,6 +39,7 @@ export const ERRORS = {
 
 /** What every authenticated endpoint may answer before its own work. */
 export const AUTH_ERRORS = [
+  ERRORS.invalid_request,
   ERRORS.session_token_missing,
   ERRORS.session_token_invalid,
   ERRORS.no_account,

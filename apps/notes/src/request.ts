@@ -3,7 +3,8 @@ import { type ZodType, z } from "zod";
 import { ERRORS } from "./errors.ts";
 import { Uuid } from "./schemas.ts";
 
-const MAX_JSON_DEPTH = 64;
+/** How deeply a JSON body may nest: schemas and presenters walk it recursively. */
+export const MAX_JSON_DEPTH = 64;
 
 /** The body as JSON, validated by `schema`: 400 `invalid_json_body` or `invalid_body` otherwise. */
 export async function readBody<T extends ZodType>(
@@ -49,7 +50,7 @@ function invalid(def: ErrorDef, details: unknown): HttpError {
 }
 
 /** How deeply a parsed JSON value nests, measured without recursion. */
-function depthOf(value: unknown): number {
+export function depthOf(value: unknown): number {
   let deepest = 0;
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length > 0) {

@@ -38,11 +38,21 @@ function isJsonValue(value: unknown): value is JsonValue {
  * A JSON document, kept exactly as the request body held it. zod's `z.json()` builds every
  * object again by assignment, which turns a `"__proto__"` key into the copy's prototype: the key
  * and its value were lost without an error. The body's nesting is bounded before any schema runs
- * (`readBody`), so the check's recursion is too.
+ * (`readBody`), so the check's recursion is too. A checked `unknown` rather than `z.custom`, which
+ * has no JSON Schema: MCP tools publish theirs from these schemas (the cast only names the type
+ * the check guarantees).
  */
 const JsonDocument = z
-  .custom<JsonValue>(isJsonValue, "must be a JSON value")
-  .meta({ description: "Any JSON value", example: [{ type: "paragraph", text: "Hello" }] });
+  .unknown()
+  .check((ctx) => {
+    if (!isJsonValue(ctx.value)) {
+      ctx.issues.push({ code: "custom", message: "must be a JSON value", input: ctx.value });
+    }
+  })
+  .meta({
+    description: "Any JSON value",
+    example: [{ type: "paragraph", text: "Hello" }],
+  }) as unknown as z.ZodType<JsonValue>;
 
 /** A UUID, compared in lower case as the ids are generated. */
 export const Uuid = z.uuid().transform((value) => value.toLowerCase());
@@ -53,6 +63,18 @@ export const NoteCreate = z.object({
   contentText: storableText.optional().describe("Plain text of the content, used by search"),
   tagIds: z.array(Uuid).max(100).optional().describe("Tags to assign; others' tags are ignored"),
 });
+
+/** A new note's stored fields and tags: what `NoteCreate` leaves out takes its default. */
+export function newNoteOf(input: z.output<typeof NoteCreate>) {
+  return {
+    fields: {
+      title: input.title,
+      content: input.content ?? [],
+      contentText: input.contentText ?? "",
+    },
+    tagIds: input.tagIds ?? [],
+  };
+}
 
 export const NotePatch = NoteCreate.partial().describe(
   "Any subset of the fields; tagIds replaces the set",
@@ -93,6 +115,13 @@ export const NoteSchema = z.object({
   updatedAt: z.iso.datetime(),
   tags: z.array(TagSchema),
 });
+
+export const NoteAnswer = z.object({ note: NoteSchema });
+export const NotePage = z.object({ notes: z.array(NoteSchema), total: z.number().int() });
+export const TagAnswer = z.object({ tag: TagSchema });
+export const TagList = z.object({ tags: z.array(TagSchema) });
+/** What a delete answers where it must answer a body (an MCP tool's structured result). */
+export const DeletedAnswer = z.object({ id: z.uuid(), deleted: z.literal(true) });
 
 export const ErrorSchema = z.object({
   error: z.string(),

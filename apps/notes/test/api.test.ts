@@ -33,12 +33,16 @@ describe("notes API: public index and documentation", () => {
     ]) {
       assert.ok(listed.includes(endpoint), endpoint);
     }
+    assert.ok(listed.includes("POST /mcp"), "POST /mcp");
     for (const endpoint of index.endpoints) {
       assert.ok(endpoint.description.length > 0);
-      assert.equal(
-        endpoint.auth,
-        endpoint.path === "/api" ? "none" : "x-session-token: $(agentpass token)",
-      );
+      const expected =
+        endpoint.path === "/api" || endpoint.path.startsWith("/.well-known/")
+          ? "none"
+          : endpoint.path === "/mcp"
+            ? "Authorization: Bearer $(agentpass token --audience <notes partner id>)"
+            : "x-session-token: $(agentpass token)";
+      assert.equal(endpoint.auth, expected, endpoint.path);
     }
   });
 

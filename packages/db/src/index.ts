@@ -1,14 +1,16 @@
-export { migrateToLatest } from "./migrate.ts";
+export { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 export {
   type Engine,
   isPostgresUrl,
   type OpenDatabaseOptions,
   type OpenedDatabase,
   openDatabase,
+  type PoolMode,
   type ReadOnlyDb,
   type Write,
   type WriteTransaction,
 } from "./open-database.ts";
+export { isSchemaBehind, type PrepareSchemaOptions, prepareSchema } from "./prepare-schema.ts";
 export {
   createPreparedQuery,
   createPreparedRows,
@@ -19,4 +21,5 @@ export {
 } from "./prepared-query.ts";
 export { createRowsReader, type RowsReader } from "./read-rows.ts";
 export type { ReaderPool, ReaderRow, SqlParam } from "./reader-pool.ts";
+export { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "./settings.ts";
 export { isDatabaseUnavailable } from "./unavailable.ts";

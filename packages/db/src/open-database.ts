@@ -12,11 +12,21 @@ import {
 } from "kysely";
 import type pg from "pg";
 import { createSqliteChangeDetector } from "./change-detector.ts";
-import { migrateToLatest } from "./migrate.ts";
+import { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
 
 export type Engine = "sqlite" | "postgres";
+
+/**
+ * How the PostgreSQL server at `databaseUrl` hands out its connections. `session`: each
+ * connection is a server session of its own (PostgreSQL itself, or PgBouncer in session mode).
+ * `transaction`: a pooler in front (PgBouncer in `pool_mode = transaction`) gives each
+ * transaction whichever server session is free, so nothing may outlive a transaction: no named
+ * prepared statements, no settings sent at connect (PgBouncer refuses `statement_timeout` as a
+ * startup parameter: set it on the role instead, docs/scale.md), no session locks.
+ */
+export type PoolMode = "session" | "transaction";
 
 export interface OpenDatabaseOptions {
   /** A `postgres://` URL selects PostgreSQL; anything else (or nothing) selects SQLite. */
@@ -25,8 +35,10 @@ export interface OpenDatabaseOptions {
   dataDir: string;
   /** SQLite file name inside `dataDir`, such as `identity.sqlite`. */
   fileName: string;
-  /** PostgreSQL pool size. */
+  /** PostgreSQL pool size: the connections this process opens at most. Default 10. */
   poolSize?: number;
+  /** PostgreSQL: what the server at `databaseUrl` is (`PoolMode`). Default `session`. */
+  poolMode?: PoolMode;
   /**
    * PostgreSQL: how long a request may wait for a connection, and a statement may run, before it
    * fails as unavailable (503), in ms. Default `DEFAULT_DEADLINE_MS`; 0 for none (migrations).
@@ -77,6 +89,8 @@ export interface OpenedDatabase<T> {
   sqlite?: DatabaseSync;
   /** The PostgreSQL pool (PostgreSQL only). */
   pool?: pg.Pool;
+  /** PostgreSQL only: how the server hands out connections; prepared reads follow it. */
+  poolMode?: PoolMode;
   /** SQLite with `readerThreads` only: the threads that run long reads off the service's own. */
   readers?: ReaderPool;
   /**
@@ -89,7 +103,9 @@ export interface OpenedDatabase<T> {
    * Applies `migrations` (see `migrateToLatest`). On PostgreSQL they run on a connection of
    * their own, without the requests' deadline: rebuilding an index may take minutes.
    */
-  migrate(service: string, migrations: Record<string, Migration>): Promise<void>;
+  migrate(service: string, migrations: Record<string, Migration>): Promise<MigrationReport>;
+  /** Where the database stands against `migrations`, without changing anything. */
+  readMigrations(service: string, migrations: Record<string, Migration>): Promise<MigrationReport>;
   close(): Promise<void>;
 }
 
@@ -137,7 +153,20 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
   }
   const migrate = (service: string, migrations: Record<string, Migration>) =>
     write((db) => migrateToLatest(db, service, migrations));
-  return { db, engine: "sqlite", write, transaction, sqlite, readers, hasChanged, migrate, close };
+  const readMigrationsOf = (service: string, migrations: Record<string, Migration>) =>
+    readMigrations(db, service, migrations);
+  return {
+    db,
+    engine: "sqlite",
+    write,
+    transaction,
+    sqlite,
+    readers,
+    hasChanged,
+    migrate,
+    readMigrations: readMigrationsOf,
+    close,
+  };
 }
 
 /**
@@ -179,6 +208,7 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
         : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
   };
   const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  const poolMode = options.poolMode ?? "session";
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
@@ -186,7 +216,9 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
     // Every request has a deadline: a database that hangs must not hang requests, it answers 503.
     connectionTimeoutMillis: deadlineMs,
     ...(deadlineMs > 0 && {
-      statement_timeout: deadlineMs,
+      // Sent at connect, which a transaction pooler refuses: there the role's own
+      // statement_timeout is the server's deadline, and this backstop the client's.
+      ...(poolMode === "session" && { statement_timeout: deadlineMs }),
       query_timeout: deadlineMs + UNANSWERED_GRACE_MS,
     }),
     keepAlive: true,
@@ -201,12 +233,22 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
   async function migrate(service: string, migrations: Record<string, Migration>) {
     const unbounded = openPostgres<unknown>(url, { ...options, poolSize: 1, deadlineMs: 0 });
     try {
-      await unbounded.write((db) => migrateToLatest(db, service, migrations));
+      return await unbounded.write((db) => migrateToLatest(db, service, migrations));
     } finally {
       await unbounded.close();
     }
   }
-  return { db, engine: "postgres", write, transaction, pool, migrate, close: () => db.destroy() };
+  return {
+    db,
+    engine: "postgres",
+    write,
+    transaction,
+    pool,
+    poolMode,
+    migrate,
+    readMigrations: (service, migrations) => readMigrations(db, service, migrations),
+    close: () => db.destroy(),
+  };
 }
 
 /**

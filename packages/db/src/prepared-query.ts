@@ -23,10 +23,12 @@ export type PreparedRows<Row> = (...params: PreparedParam[]) => Promise<readonly
 /**
  * A single-row read for a hot path, prepared once and run without the query builder, whose
  * compilation and promise plumbing cost more than an indexed lookup. Write `sql` with `?`
- * placeholders; PostgreSQL gets `$1, $2, …` and a named (server-side prepared) statement.
+ * placeholders; PostgreSQL gets `$1, $2, …` and a named (server-side prepared) statement,
+ * except behind a transaction pooler (`poolMode: "transaction"`), where a statement prepared in
+ * one server session is unknown to the next: there it is parsed afresh each time.
  */
 export function createPreparedQuery<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool">,
+  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "poolMode">,
   sql: ReadSql,
 ): PreparedQuery<Row> {
   const rows = createReadStatement<Row>(database, sql, true);
@@ -35,7 +37,7 @@ export function createPreparedQuery<Row>(
 
 /** Like `createPreparedQuery`, for a read of many rows (a page of a list). */
 export function createPreparedRows<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool">,
+  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "poolMode">,
   sql: ReadSql,
 ): PreparedRows<Row> {
   return createReadStatement<Row>(database, sql, false);
@@ -47,7 +49,7 @@ export function createPreparedRows<Row>(
  * the first row only.
  */
 function createReadStatement<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool">,
+  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "poolMode">,
   sql: string,
   first: boolean,
 ): PreparedRows<Row> {
@@ -66,6 +68,9 @@ function createReadStatement<Row>(
   if (!pool) throw new Error("database has neither SQLite nor PostgreSQL handle");
   let index = 0;
   const text = sql.replace(/\?/g, () => `$${++index}`);
+  if (database.poolMode === "transaction") {
+    return async (...params) => (await pool.query({ text, values: params })).rows as Row[];
+  }
   const name = `q_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
   return async (...params) => (await pool.query({ name, text, values: params })).rows as Row[];
 }

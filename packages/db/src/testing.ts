@@ -1,5 +1,6 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -157,4 +158,97 @@ export async function startTcpProxy(target: { host: string; port: number }) {
       await this.stop();
     },
   };
+}
+
+/**
+ * Debian's PgBouncer (`PGBOUNCER_PATH`, default /usr/sbin/pgbouncer) in front of the PostgreSQL
+ * of `databaseUrl`, on a free loopback port, with its configuration in a temporary folder:
+ * connect through `bouncer.databaseUrl` (the same database, user and password). `poolMode` is
+ * its `pool_mode`; `serverConnections` its `default_pool_size`, kept small so that clients
+ * share server sessions as they do in production. Run as root, it drops to `nobody`.
+ */
+export async function startPgBouncer(
+  databaseUrl: string,
+  options: { poolMode: "session" | "transaction"; serverConnections?: number },
+) {
+  const direct = new URL(databaseUrl);
+  const dir = mkdtempSync(join(tmpdir(), "agentpass-pgbouncer-"));
+  chmodSync(dir, 0o755);
+  const port = await freePort();
+  const user = decodeURIComponent(direct.username || "postgres");
+  const password = decodeURIComponent(direct.password);
+  const quote = (value: string) => `"${value.replace(/"/g, '""')}"`;
+  const files = {
+    "users.txt": `${quote(user)} ${quote(password)}\n`,
+    "pgbouncer.ini": `[databases]
+* = host=${direct.hostname} port=${direct.port || 5432}${password ? ` password=${password}` : ""}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = ${port}
+unix_socket_dir =
+auth_type = trust
+auth_file = ${join(dir, "users.txt")}
+pool_mode = ${options.poolMode}
+default_pool_size = ${options.serverConnections ?? 3}
+max_client_conn = 500
+`,
+  };
+  for (const [name, text] of Object.entries(files)) {
+    writeFileSync(join(dir, name), text);
+    chmodSync(join(dir, name), 0o644);
+  }
+  const asNobody = process.getuid?.() === 0 ? ["-u", "nobody"] : [];
+  const child: ChildProcess = spawn(
+    process.env.PGBOUNCER_PATH ?? "/usr/sbin/pgbouncer",
+    [...asNobody, join(dir, "pgbouncer.ini")],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let log = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    log += chunk;
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const close = async () => {
+    child.kill("SIGINT");
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const viaBouncer = new URL(direct);
+  viaBouncer.host = `127.0.0.1:${port}`;
+  for (let tries = 0; ; tries++) {
+    if (await canConnect(port)) break;
+    if (tries >= 100 || child.exitCode !== null) {
+      await close();
+      throw new Error(`pgbouncer did not start: ${log}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    databaseUrl: viaBouncer.toString(),
+    /** What PgBouncer wrote to its log so far. */
+    log: () => log,
+    close,
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
 }

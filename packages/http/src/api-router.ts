@@ -178,6 +178,12 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
     }
     if (current.cors) headers["access-control-allow-origin"] = "*";
     for (const name in answer.headers) headers[name.toLowerCase()] = answer.headers[name] as string;
+    const { onWritten } = answer;
+    if (onWritten) {
+      // A connection that closed while the handler ran (a reset) has already said "close".
+      if (response.destroyed || incoming.socket.destroyed) queueMicrotask(() => onWritten(false));
+      else response.once("close", () => onWritten(response.writableFinished));
+    }
     response.writeHead(answer.status, headers);
     response.end(incoming.method === "HEAD" ? undefined : data);
     logRequest(options.logger, {
@@ -220,7 +226,7 @@ function preflight(route: Route, allow: string): Answer {
       Allow: allow,
       "Access-Control-Allow-Origin": "*",
       "Access-Control-Allow-Methods": allow,
-      "Access-Control-Allow-Headers": "content-type",
+      "Access-Control-Allow-Headers": "authorization, content-type",
       "Access-Control-Max-Age": "600",
     },
   };

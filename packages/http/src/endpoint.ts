@@ -31,6 +31,12 @@ export interface Answer {
   body?: unknown;
   content?: { type: string; data: string | Uint8Array };
   headers?: Record<string, string>;
+  /**
+   * Called once the exchange ends: true when the answer was handed whole to the network, false
+   * when the connection closed before (the client never got it). For answers that give a secret
+   * once, so what was given can be taken back.
+   */
+  onWritten?: (written: boolean) => void;
 }
 
 /**

@@ -1,4 +1,6 @@
+import { callIntrospect, type IntrospectResult } from "./call-introspect.ts";
 import { callVerify } from "./call-verify.ts";
+import { introspectEndpoint, MISSING_TOKEN } from "./introspect.ts";
 import { DEFAULT_TIMEOUT_MS, type VerifyResult } from "./result.ts";
 import { checkArguments, verifyEndpoint } from "./verify.ts";
 
@@ -38,6 +40,12 @@ export interface VerifierFault {
 export interface Verifier {
   /** Same contract as {@link verify}: never throws. */
   verify(sessionToken: unknown): Promise<VerifyResult>;
+  /**
+   * Same contract as {@link introspect}, with this verifier's key, URL, time limit and `onError`;
+   * never cached, so a revocation holds on the next call. Optional so that verifiers written by
+   * hand (test doubles) need not offer it; `createVerifier`'s always does.
+   */
+  introspect?(token: unknown): Promise<IntrospectResult>;
 }
 
 const MAX_CACHED = 10_000;
@@ -56,6 +64,7 @@ export const MAX_CACHE_TTL_MS = 5_000;
  * import { createVerifier } from "@agentpass/verify";
  * const agentpass = createVerifier({ partnerKey: process.env.AGENTPASS_PARTNER_KEY!, cacheTtlMs: 5_000 });
  * const result = await agentpass.verify(request.headers.get("x-session-token"));
+ * const bound = await agentpass.introspect(token); // bound.ok && bound.aud: minted for you alone
  */
 export function createVerifier(options: VerifierOptions = {}): Verifier {
   const partnerKey = options.partnerKey ?? environment("AGENTPASS_PARTNER_KEY");
@@ -73,6 +82,7 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
   if (endpoint === null) {
     throw new TypeError(`@agentpass/verify: apiUrl is not an http(s) URL: ${String(apiUrl)}`);
   }
+  const introspectUrl = introspectEndpoint(apiUrl) as string;
   const onError = options.onError ?? reportOnConsole;
   let reported: VerifierFault["code"] | undefined;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -81,6 +91,13 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
   const fetchImpl = options.fetch ?? globalThis.fetch;
   // Keyed by a digest of the token: the cache never holds a usable token.
   const cache = new Map<string, { result: VerifyResult; until: number }>();
+
+  /** Tells `onError` of a fault of the partner's own key, once until a call succeeds again. */
+  function report(result: VerifyResult | IntrospectResult): void {
+    const fault = faultOf(result);
+    if (fault && fault.code !== reported) onError(fault);
+    if (fault || result.ok) reported = fault?.code;
+  }
 
   return {
     async verify(sessionToken) {
@@ -100,9 +117,7 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
         timeoutMs,
         fetch: fetchImpl,
       });
-      const fault = faultOf(result);
-      if (fault && fault.code !== reported) onError(fault);
-      if (fault || result.ok) reported = fault?.code;
+      report(result);
       if (cacheTtlMs > 0 && result.ok && result.expiresAt) {
         const until = Math.min(now() + cacheTtlMs, result.expiresAt.getTime());
         if (until > now()) {
@@ -110,6 +125,18 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
           cache.set(key, { result, until });
         }
       }
+      return result;
+    },
+    async introspect(token) {
+      if (typeof token !== "string" || token === "") return MISSING_TOKEN;
+      const result = await callIntrospect({
+        endpoint: introspectUrl,
+        partnerKey,
+        token,
+        timeoutMs,
+        fetch: fetchImpl,
+      });
+      report(result);
       return result;
     },
   };
@@ -140,7 +167,7 @@ function environment(name: string): string | undefined {
 }
 
 /** Whether a result says the partner's own key is at fault. */
-function faultOf(result: VerifyResult): VerifierFault | null {
+function faultOf(result: VerifyResult | IntrospectResult): VerifierFault | null {
   if (result.ok) return null;
   switch (result.code) {
     case "partner_key_revoked":
@@ -151,6 +178,7 @@ function faultOf(result: VerifyResult): VerifierFault | null {
     case "partner_key_invalid":
     case "partner_key_missing":
     case "partner_key_missing_or_invalid":
+    case "invalid_client": // OAuth's word for it, from the introspection endpoint
       return { code: "partner_key_invalid", message: "AgentPass: your partner key is not valid" };
     default:
       return null;

@@ -5,6 +5,7 @@ export {
   SESSION_TOKEN_CHALLENGE,
   SESSION_TOKEN_HEADER,
 } from "./authenticate.ts";
+export { type IntrospectResult, TOKEN_INACTIVE } from "./call-introspect.ts";
 export { type CanonicalEmailResult, canonicalizeEmail } from "./canonical-email.ts";
 export {
   createVerifier,
@@ -13,5 +14,6 @@ export {
   type VerifierFault,
   type VerifierOptions,
 } from "./create-verifier.ts";
+export { type IntrospectOptions, introspect } from "./introspect.ts";
 export { DEFAULT_API_URL, LOCAL_CODES, NETWORK_ERROR, type VerifyResult } from "./result.ts";
 export { verify } from "./verify.ts";

@@ -36,6 +36,11 @@ export function verify(
 
 /** `<apiUrl>/api/verify`, or null when `apiUrl` is not an http(s) URL. */
 export function verifyEndpoint(apiUrl: unknown): string | null {
+  return serviceEndpoint(apiUrl, "/api/verify");
+}
+
+/** `<apiUrl><path>` (`apiUrl` defaulting to the public service), or null when it is not http(s). */
+export function serviceEndpoint(apiUrl: unknown, path: string): string | null {
   const base = apiUrl === undefined || apiUrl === null ? DEFAULT_API_URL : apiUrl;
   if (typeof base !== "string") return null;
   let url: URL;
@@ -45,7 +50,7 @@ export function verifyEndpoint(apiUrl: unknown): string | null {
     return null;
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") return null;
-  return `${url.origin}${url.pathname.replace(/\/+$/, "")}/api/verify`;
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}${path}`;
 }
 
 /**
@@ -57,6 +62,24 @@ export function checkArguments(
   sessionToken: unknown,
   endpoint: string | null,
 ): VerifyResult | null {
+  const setup = checkSetup(partnerKey, endpoint);
+  if (setup) return setup;
+  if (typeof sessionToken !== "string" || sessionToken === "") {
+    return {
+      ok: false,
+      error: "Missing or invalid sessionToken",
+      status: 400,
+      code: "session_token_field_invalid",
+    };
+  }
+  return null;
+}
+
+/** Refuses, without a request, a malformed `apiUrl` and a partner key the service would refuse. */
+export function checkSetup(
+  partnerKey: unknown,
+  endpoint: string | null,
+): { ok: false; error: string; status: number; code: string } | null {
   if (endpoint === null) {
     return {
       ok: false,
@@ -70,14 +93,6 @@ export function checkArguments(
   }
   if (/[\r\n\0]/.test(partnerKey)) {
     return { ok: false, error: "Invalid partner key", status: 401, code: "partner_key_invalid" };
-  }
-  if (typeof sessionToken !== "string" || sessionToken === "") {
-    return {
-      ok: false,
-      error: "Missing or invalid sessionToken",
-      status: 400,
-      code: "session_token_field_invalid",
-    };
   }
   return null;
 }

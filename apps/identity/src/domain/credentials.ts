@@ -1,5 +1,6 @@
-import type { IdentityContext } from "../context.ts";
-import type { KeyRecord, KeyTableName } from "../store/store.ts";
+import type { Needs } from "../context.ts";
+import type { KeyRecord, KeyTableName, OAuthGrant } from "../store/store.ts";
+import { isId } from "./ids.ts";
 import { displayPrefixOf, generateKey, hashKey, type KeyKind } from "./keys.ts";
 
 const TABLES: Record<KeyKind, KeyTableName> = { user: "user_keys", partner: "partner_keys" };
@@ -9,20 +10,23 @@ export type IssueKeyResult =
   | { ok: true; record: KeyRecord; key: string }
   | { ok: false; code: "INVALID_NAME" };
 
+export type RenameKeyResult =
+  | { ok: true; name: string }
+  | { ok: false; code: "INVALID_NAME" | "KEY_NOT_FOUND" };
+
 /**
  * Makes a new key for an account (`user`) or a partner (`partner`). The returned `key` is the
  * only time the secret exists outside its owner's hands: only its hash is stored.
  */
 export async function issueKey(
-  ctx: IdentityContext,
+  ctx: Needs<"store" | "clock">,
   kind: KeyKind,
   ownerId: string,
   name: string,
+  grant?: OAuthGrant,
 ): Promise<IssueKeyResult> {
-  const trimmed = name.trim();
-  if (trimmed.length === 0 || trimmed.length > MAX_KEY_NAME_LENGTH || hasControlChars(trimmed)) {
-    return { ok: false, code: "INVALID_NAME" };
-  }
+  const trimmed = keyNameOf(name);
+  if (trimmed === null) return { ok: false, code: "INVALID_NAME" };
   const key = generateKey(kind);
   const record = await ctx.store.insertKey(TABLES[kind], {
     ownerId,
@@ -30,6 +34,7 @@ export async function issueKey(
     displayPrefix: displayPrefixOf(key),
     secretHash: hashKey(key),
     createdAt: ctx.clock(),
+    grant,
   });
   return { ok: true, record, key };
 }
@@ -39,7 +44,7 @@ export async function issueKey(
  * paths' key caches are checked against the database before each request trusts them
  * (`store/cached-read.ts`).
  */
-export async function revokeKey(ctx: IdentityContext, kind: KeyKind, id: string) {
+export async function revokeKey(ctx: Needs<"store" | "clock">, kind: KeyKind, id: string) {
   const table = TABLES[kind];
   if (await ctx.store.revokeKey(table, id, ctx.clock())) return { ok: true } as const;
   const existing = await ctx.store.findKeyById(table, id);
@@ -48,10 +53,49 @@ export async function revokeKey(ctx: IdentityContext, kind: KeyKind, id: string)
     : ({ ok: false, code: "KEY_NOT_FOUND" } as const);
 }
 
-export function listKeys(ctx: IdentityContext, kind: KeyKind, ownerId: string) {
+/**
+ * The keys of an account (`user`) or a partner (`partner`), newest first. This instance's
+ * pending last-use times are written first, so a key just used shows it.
+ */
+export async function listKeys(
+  ctx: Needs<"store" | "keyUsage">,
+  kind: KeyKind,
+  ownerId: string,
+): Promise<KeyRecord[]> {
+  await ctx.keyUsage.flush();
   return ctx.store.listKeys(TABLES[kind], ownerId);
 }
 
-function hasControlChars(value: string): boolean {
-  return /[\p{Cc}\p{Cs}]/u.test(value);
+/** The key `id` when it belongs to `ownerId` (an account, or a partner); else null. */
+export async function findOwnedKey(
+  ctx: Needs<"store">,
+  kind: KeyKind,
+  ownerId: string,
+  id: string,
+): Promise<KeyRecord | null> {
+  const key = isId(id) ? await ctx.store.findKeyById(TABLES[kind], id) : undefined;
+  return key?.ownerId === ownerId ? key : null;
+}
+
+/** Gives a key of `ownerId` another name, under the rules of `issueKey`. */
+export async function renameKey(
+  ctx: Needs<"store">,
+  kind: KeyKind,
+  ownerId: string,
+  id: string,
+  name: string,
+): Promise<RenameKeyResult> {
+  const trimmed = keyNameOf(name);
+  if (trimmed === null) return { ok: false, code: "INVALID_NAME" };
+  const renamed =
+    isId(id) && (await ctx.store.renameKey(TABLES[kind], { id, ownerId, name: trimmed }));
+  return renamed ? { ok: true, name: trimmed } : { ok: false, code: "KEY_NOT_FOUND" };
+}
+
+/** A key's name as kept: trimmed, 1 to 100 characters, no control characters; else null. */
+function keyNameOf(name: string): string | null {
+  const trimmed = name.trim();
+  const valid =
+    trimmed.length > 0 && trimmed.length <= MAX_KEY_NAME_LENGTH && !/[\p{Cc}\p{Cs}]/u.test(trimmed);
+  return valid ? trimmed : null;
 }

@@ -1,4 +1,4 @@
-import type { IdentityContext } from "../context.ts";
+import type { Needs } from "../context.ts";
 import { randomSecret, randomString, sha256 } from "../infra/crypto.ts";
 import { issueKey } from "./credentials.ts";
 
@@ -24,7 +24,7 @@ export function displayableClientName(name: string): string {
 
 /** Starts a device login; `clientAddress` is where the request came from, shown to the approver. */
 export async function startDeviceLogin(
-  ctx: IdentityContext,
+  ctx: Needs<"web" | "clock">,
   clientName: string,
   clientAddress: string,
 ) {
@@ -65,7 +65,7 @@ export interface PendingDeviceLogin {
 
 /** The pending request a person is about to approve, or null. */
 export async function findPendingDeviceLogin(
-  ctx: IdentityContext,
+  ctx: Needs<"web" | "clock">,
   userCode: string,
 ): Promise<PendingDeviceLogin | null> {
   const code = await ctx.web.findDeviceCodeByUserCode(normalizeUserCode(userCode));
@@ -80,7 +80,7 @@ export async function findPendingDeviceLogin(
 }
 
 export async function decideDeviceLogin(
-  ctx: IdentityContext,
+  ctx: Needs<"web" | "clock">,
   userCode: string,
   accountId: string,
   approve: boolean,
@@ -96,7 +96,7 @@ export async function decideDeviceLogin(
 }
 
 export type PollResult =
-  | { ok: true; userKey: string; keyId: string }
+  | { ok: true; userKey: string; keyId: string; accountId: string }
   | {
       ok: false;
       error:
@@ -112,8 +112,10 @@ export type PollResult =
  * and handed over exactly once: no secret waits in the database for the CLI to come.
  */
 export async function pollDeviceLogin(
-  ctx: IdentityContext,
+  ctx: Needs<"web" | "store" | "clock">,
   deviceCode: string,
+  /** The OAuth client polling, recorded on the key; absent for the pre-OAuth JSON endpoint. */
+  clientId?: string,
 ): Promise<PollResult> {
   const deviceHash = sha256(deviceCode);
   const code = await ctx.web.findDeviceCode(deviceHash);
@@ -129,7 +131,23 @@ export async function pollDeviceLogin(
   if (!(await ctx.web.setDeviceStatus(deviceHash, "approved", "consumed", null))) {
     return { ok: false, error: "invalid_grant" };
   }
-  const issued = await issueKey(ctx, "user", code.account_id, code.client_name.slice(0, 100));
+  const grant = clientId ? { clientId, audience: null, rotating: false } : undefined;
+  const name = code.client_name.slice(0, 100);
+  const issued = await issueKey(ctx, "user", code.account_id, name, grant);
   if (!issued.ok) return { ok: false, error: "invalid_grant" };
-  return { ok: true, userKey: issued.key, keyId: issued.record.id };
+  return { ok: true, userKey: issued.key, keyId: issued.record.id, accountId: code.account_id };
+}
+
+/**
+ * Takes back what a poll gave when its answer never reached the device (the connection closed
+ * first): the key is revoked and the login is approved again, so the next poll gets a new key.
+ * The device code is spent only by an answer that was written.
+ */
+export async function undoDevicePoll(
+  ctx: Needs<"store" | "web" | "clock">,
+  deviceCode: string,
+  given: { keyId: string; accountId: string },
+): Promise<void> {
+  await ctx.store.revokeKey("user_keys", given.keyId, ctx.clock());
+  await ctx.web.setDeviceStatus(sha256(deviceCode), "consumed", "approved", given.accountId);
 }

@@ -1,7 +1,8 @@
-import type { IdentityContext } from "../context.ts";
+import type { Needs } from "../context.ts";
 import { randomSecret } from "../infra/crypto.ts";
 import type { FetchFailure, FetchResult } from "../infra/fetch-public-document.ts";
 import type { Partner, PartnerDetails } from "../store/store.ts";
+import { isId } from "./ids.ts";
 
 export interface PartnerFields {
   name: string;
@@ -19,7 +20,7 @@ const MAX_DESCRIPTION = 1000;
 
 /** Registers a partner (an API that verifies tokens), owned by an account. */
 export async function createPartner(
-  ctx: IdentityContext,
+  ctx: Needs<"store" | "clock">,
   input: PartnerFields & { ownerAccountId: string },
 ): Promise<PartnerResult> {
   const checked = checkPartnerFields(input);
@@ -37,7 +38,7 @@ export async function createPartner(
  * loses the verification: the proof was made for the old one.
  */
 export async function updatePartner(
-  ctx: IdentityContext,
+  ctx: Needs<"store">,
   partner: Partner,
   input: PartnerFields,
 ): Promise<PartnerResult> {
@@ -47,6 +48,35 @@ export async function updatePartner(
   await ctx.store.updatePartner(partner.id, checked.fields, { clearSiteVerification });
   const cleared = clearSiteVerification ? { siteVerifiedAt: null, siteVerifiedOrigin: null } : {};
   return { ok: true, partner: { ...partner, ...checked.fields, ...cleared } };
+}
+
+/** The partner `id` when `accountId` owns it; else null. */
+export async function findOwnedPartner(
+  ctx: Needs<"store">,
+  accountId: string,
+  id: string,
+): Promise<Partner | null> {
+  const partner = isId(id) ? await ctx.store.findPartner(id) : undefined;
+  return partner?.ownerAccountId === accountId ? partner : null;
+}
+
+/** The partners an account owns, oldest first. */
+export function listOwnedPartners(ctx: Needs<"store">, accountId: string): Promise<Partner[]> {
+  return ctx.store.listPartnersOwnedBy(accountId);
+}
+
+/**
+ * Deletes a partner `accountId` owns, with its keys, usage counts and the record of whose email
+ * it saw. Its keys are gone, so verifications with them are refused from the next request on, in
+ * every process (the key caches are checked as for a revocation). False: no such partner of
+ * that account.
+ */
+export async function deletePartner(
+  ctx: Needs<"store">,
+  accountId: string,
+  id: string,
+): Promise<boolean> {
+  return isId(id) && (await ctx.store.deletePartner(id, accountId));
 }
 
 /** Where a partner publishes its site token, on its website's origin. */
@@ -89,7 +119,7 @@ export function isSiteVerified(partner: Partner): boolean {
  * The token this partner publishes on its website: random, one per partner, made the first time
  * it is asked for (partners made before migration 0007 have none).
  */
-export async function partnerSiteToken(ctx: IdentityContext, partner: Partner): Promise<string> {
+export async function partnerSiteToken(ctx: Needs<"store">, partner: Partner): Promise<string> {
   if (partner.siteToken !== null) return partner.siteToken;
   const fresh = `agentpass-site-verification=${randomSecret()}`;
   return (await ctx.store.keepPartnerSiteToken(partner.id, fresh)) ?? fresh;
@@ -101,7 +131,7 @@ export async function partnerSiteToken(ctx: IdentityContext, partner: Partner): 
  * verified (the last check decides, so a token taken down ends the verification).
  */
 export async function checkPartnerSite(
-  ctx: IdentityContext,
+  ctx: Needs<"store" | "clock">,
   partner: Partner,
   fetchDocument: FetchDocument,
 ): Promise<SiteCheckResult> {
@@ -169,7 +199,7 @@ export interface DirectoryEntry {
  * 9 on, none below 4 (where one edit makes another word). Two partners verified on different
  * websites are both flagged: the directory cannot tell which is the real one; the website tells.
  */
-export async function listDirectory(ctx: IdentityContext): Promise<DirectoryEntry[]> {
+export async function listDirectory(ctx: Needs<"store">): Promise<DirectoryEntry[]> {
   const partners = await ctx.store.listListedPartners();
   const originals = partners
     .filter(isSiteVerified)

@@ -263,6 +263,22 @@ function sameKeys(a: readonly RingEntry[], b: readonly RingEntry[]): boolean {
   );
 }
 
+/**
+ * The secret other keys of the service are derived from (each under a label of its own), once
+ * `loadSealingKeys` ran: AGENTPASS_SECRET, else DATA_DIR/identity.secret; with TOKEN_KEYS and
+ * neither, the first of those keys, which every instance shares too.
+ */
+export function serviceSecret(
+  config: Pick<Config, "tokenKeys" | "secret" | "dataDir">,
+): string | Buffer {
+  const secret =
+    config.secret ??
+    readSecretFile(join(config.dataDir, SECRET_FILE_NAME)) ??
+    config.tokenKeys?.[0]?.secret;
+  if (secret === undefined) throw new Error("No service secret: load the sealing keys first");
+  return secret;
+}
+
 /** The secret kept in DATA_DIR/identity.secret, or undefined when there is no such file. */
 function readSecretFile(path: string): string | undefined {
   let text: string;

@@ -1,6 +1,7 @@
-import type { IdentityContext } from "../context.ts";
+import type { IdentityContext, Needs } from "../context.ts";
 import type { RateLimiter, RateLimitResult } from "../infra/rate-limit.ts";
 import { CLOCK_SKEW_MS, type SessionClaims, sealSessionToken } from "../infra/sealed-tokens.ts";
+import type { TokenOwner } from "../store/store.ts";
 import { hashKey, isWellFormedKey } from "./keys.ts";
 
 export type MintResult =
@@ -23,16 +24,32 @@ export async function mintSessionToken(
   await ctx.store.beginHotRead();
   const key = await ctx.store.findKeyByHash("user_keys", hashKey(userKey));
   if (!key) return { ok: false, code: "INVALID_USER_KEY" };
+  // A rotating key is a refresh token of a browser flow: it is redeemed at the token endpoint
+  // only, where each use replaces it (a replay is then seen).
+  if (key.rotating) return { ok: false, code: "INVALID_USER_KEY" };
   if (key.revokedAt !== null) return { ok: false, code: "REVOKED_USER_KEY" };
   const limit = await perUserKey.take(key.id);
   if (!limit.ok) return { ok: false, code: "RATE_LIMITED", limit };
-  let boundTo: string | null = null;
+  // A key bound to a partner (consented to for it) mints for that partner only.
+  let boundTo: string | null = key.audience ?? null;
   if (audience !== null) {
     if (!isUuid(audience) || !(await ctx.store.findPartner(audience))) {
       return { ok: false, code: "INVALID_AUDIENCE" };
     }
+    if (boundTo !== null && boundTo !== audience) return { ok: false, code: "INVALID_AUDIENCE" };
     boundTo = audience;
   }
+  const { sessionToken, issuedAt, expiresAt } = sealFor(ctx, key, boundTo);
+  ctx.keyUsage.record("user_keys", key.id, issuedAt);
+  return { ok: true, sessionToken, expiresAt, limit };
+}
+
+/** Seals a session token of `key` (its id and account), bound to `audience` or to none. */
+export function sealFor(
+  ctx: Needs<"clock" | "sealingKeys" | "sessionTokenTtlMs">,
+  key: { id: string; ownerId: string },
+  audience: string | null,
+) {
   const issuedAt = ctx.clock();
   const expiresAt = issuedAt + ctx.sessionTokenTtlMs;
   const sessionToken = sealSessionToken(ctx.sealingKeys.current, {
@@ -40,10 +57,9 @@ export async function mintSessionToken(
     accountId: key.ownerId,
     issuedAt,
     expiresAt,
-    audience: boundTo,
+    audience,
   });
-  ctx.keyUsage.record("user_keys", key.id, issuedAt);
-  return { ok: true, sessionToken, expiresAt, limit };
+  return { sessionToken, issuedAt, expiresAt };
 }
 
 export type VerifyResult =
@@ -62,6 +78,71 @@ export async function verifySessionToken(
   partnerKey: string,
   sessionToken: string,
 ): Promise<VerifyResult> {
+  const judged = await judgeSessionToken(ctx, partnerKey, sessionToken);
+  if (!judged.ok) return judged;
+  return {
+    ok: true,
+    email: judged.owner.email,
+    expiresAt: judged.claims.expiresAt,
+    partnerId: judged.partnerId,
+  };
+}
+
+export type IntrospectionResult =
+  | { ok: false; code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" }
+  | { ok: true; active: false }
+  | {
+      ok: true;
+      active: true;
+      email: string;
+      accountId: string;
+      /** The partner the token is bound to (the caller); absent when bound to none. */
+      audience: string | null;
+      /** The OAuth client the token's key was issued to; null for keys made in the dashboard. */
+      clientId: string | null;
+      issuedAt: number;
+      expiresAt: number;
+    };
+
+/**
+ * RFC 7662 for partners: what `verifySessionToken` judges, told as introspection. The partner
+ * key is judged the same way; every bad token, whatever its fault, is just inactive.
+ */
+export async function introspectSessionToken(
+  ctx: IdentityContext,
+  partnerKey: string,
+  token: string,
+): Promise<IntrospectionResult> {
+  const judged = await judgeSessionToken(ctx, partnerKey, token);
+  if (!judged.ok) {
+    return judged.code === "INVALID_SESSION_TOKEN" ? { ok: true, active: false } : judged;
+  }
+  return {
+    ok: true,
+    active: true,
+    email: judged.owner.email,
+    accountId: judged.owner.accountId,
+    audience: judged.claims.audience,
+    clientId: judged.owner.clientId,
+    issuedAt: judged.claims.issuedAt,
+    expiresAt: judged.claims.expiresAt,
+  };
+}
+
+type Judged =
+  | { ok: true; claims: SessionClaims; owner: TokenOwner; partnerId: string }
+  | Extract<VerifyResult, { ok: false }>;
+
+/**
+ * The partner key is judged first (invalid, then revoked), then the token. Every way a token
+ * can be bad — expired, tampered, bound to another partner, from a revoked or deleted key —
+ * gives the same INVALID_SESSION_TOKEN, so a partner learns nothing from the difference.
+ */
+async function judgeSessionToken(
+  ctx: IdentityContext,
+  partnerKey: string,
+  sessionToken: string,
+): Promise<Judged> {
   if (!isWellFormedKey("partner", partnerKey)) return { ok: false, code: "INVALID_PARTNER_KEY" };
   await ctx.store.beginHotRead();
   const partner = await ctx.store.findKeyByHash("partner_keys", hashKey(partnerKey));
@@ -87,7 +168,7 @@ export async function verifySessionToken(
     return { ok: false, code: "INVALID_SESSION_TOKEN", partnerKeyId: partner.id };
   }
   ctx.usage.record(partnerId, "success", now, owner.accountId);
-  return { ok: true, email: owner.email, expiresAt: claims.expiresAt, partnerId };
+  return { ok: true, claims, owner, partnerId };
 }
 
 /**

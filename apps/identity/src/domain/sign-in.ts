@@ -1,6 +1,6 @@
 import { randomInt, randomUUID } from "node:crypto";
 import { canonicalizeEmail } from "@agentpass/verify";
-import type { IdentityContext } from "../context.ts";
+import type { Needs } from "../context.ts";
 import { randomSecret, sameHash, sha256 } from "../infra/crypto.ts";
 import type { Mailer } from "../infra/mailer.ts";
 import type { RateLimiter } from "../infra/rate-limit.ts";
@@ -10,7 +10,7 @@ export const CODE_LIFETIME_MS = 10 * 60 * 1000;
 export const MAX_CODE_ATTEMPTS = 5;
 
 export interface SignInDeps {
-  ctx: IdentityContext;
+  ctx: Needs<"web" | "clock">;
   mailer: Mailer;
   /** Codes mailed to one address at the request of browsers it never signed in with. */
   perAddress: RateLimiter;
@@ -91,7 +91,7 @@ export async function requestSignInCode(
 
 /** The address of the code this browser is waiting for, if any: its own page may show it. */
 export async function pendingSignInAddress(
-  ctx: IdentityContext,
+  ctx: Needs<"web" | "clock">,
   browserNonce: string,
 ): Promise<string | null> {
   const pending = await ctx.web.findOpenSignInCode(sha256(browserNonce), ctx.clock());
@@ -108,7 +108,7 @@ export type RedeemResult =
  * a count: brute force gets 5 guesses in a million, whatever the concurrency.
  */
 export async function redeemSignInCode(
-  ctx: IdentityContext,
+  ctx: Needs<"web" | "store" | "clock">,
   input: { browserNonce: string; code: string },
 ): Promise<RedeemResult> {
   const now = ctx.clock();
@@ -128,7 +128,7 @@ export async function redeemSignInCode(
  * browser takes one of the code's tries, like a wrong code.
  */
 export async function redeemSignInLink(
-  ctx: IdentityContext,
+  ctx: Needs<"web" | "store" | "clock">,
   input: { browserNonce: string; link: string },
 ): Promise<RedeemResult> {
   const now = ctx.clock();
@@ -141,7 +141,7 @@ export async function redeemSignInLink(
 }
 
 async function finish(
-  ctx: IdentityContext,
+  ctx: Needs<"web" | "store" | "clock">,
   codeId: string,
   email: string,
   browserHash: string,

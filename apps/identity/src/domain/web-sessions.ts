@@ -1,4 +1,4 @@
-import type { IdentityContext } from "../context.ts";
+import type { Needs } from "../context.ts";
 import { randomSecret, sha256 } from "../infra/crypto.ts";
 
 /** A browser session ends after a day without use, and after 30 days whatever happens. */
@@ -14,7 +14,10 @@ export interface WebSession {
 }
 
 /** Starts a new session (a fresh id at every sign-in); returns the cookie value. */
-export async function startWebSession(ctx: IdentityContext, accountId: string): Promise<string> {
+export async function startWebSession(
+  ctx: Needs<"web" | "clock">,
+  accountId: string,
+): Promise<string> {
   const token = randomSecret();
   const now = ctx.clock();
   await ctx.web.insertSession({
@@ -29,7 +32,7 @@ export async function startWebSession(ctx: IdentityContext, accountId: string): 
 
 /** The session of a cookie value, or null when it is unknown, idle too long or too old. */
 export async function resolveWebSession(
-  ctx: IdentityContext,
+  ctx: Needs<"web" | "clock">,
   token: string | undefined,
 ): Promise<WebSession | null> {
   if (!token || token.length > 100) return null;
@@ -46,13 +49,10 @@ export async function resolveWebSession(
   return { accountId: session.accountId, email: session.email, idHash };
 }
 
-export async function endWebSession(
-  ctx: IdentityContext,
-  token: string | undefined,
-): Promise<void> {
+export async function endWebSession(ctx: Needs<"web">, token: string | undefined): Promise<void> {
   if (token) await ctx.web.deleteSession(sha256(token));
 }
 
-export async function endAllWebSessions(ctx: IdentityContext, accountId: string): Promise<void> {
+export async function endAllWebSessions(ctx: Needs<"web">, accountId: string): Promise<void> {
   await ctx.web.deleteSessionsOf(accountId);
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { type KeyObject, randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { isDatabaseUnavailable } from "@agentpass/db";
 import {
@@ -23,6 +23,7 @@ import type { Logger } from "pino";
 import type { RateLimitSettings } from "../config.ts";
 import type { IdentityContext } from "../context.ts";
 import { MAX_BODY_BYTES, rateLimits } from "../domain/limits.ts";
+import { createClientDocumentCache, type OAuthDeps } from "../domain/oauth.ts";
 import {
   type FetchPolicy,
   fetchPublicDocument,
@@ -33,9 +34,11 @@ import { createRateLimiter, type RateLimitStore } from "../infra/rate-limit.ts";
 import { deviceEndpoints } from "./api/device.ts";
 import { directoryEndpoint } from "./api/directory.ts";
 import { healthEndpoints } from "./api/health.ts";
+import { oauthEndpoints } from "./api/oauth.ts";
 import { sessionTokensEndpoint } from "./api/session-tokens.ts";
 import { verifyEndpoint } from "./api/verify.ts";
 import { accountPages } from "./pages/account.ts";
+import { consentPages } from "./pages/consent.ts";
 import { deviceRoutes } from "./pages/device.ts";
 import { directoryRoutes } from "./pages/directory.ts";
 import { partnerPages } from "./pages/partners.ts";
@@ -55,6 +58,8 @@ export interface AppOptions {
   trustProxy: TrustProxy;
   /** Time limit of one fetch of a partner's website; unset: 5 s. Tests shorten it. */
   fetchTimeoutMs?: number;
+  /** Seals the pages' flash cookies; the same on every instance (`deriveFlashKey`). */
+  flashKey: KeyObject;
 }
 
 /**
@@ -91,13 +96,36 @@ export function createApp(options: AppOptions): {
   const limiter = (name: keyof typeof limits) =>
     createRateLimiter(options.rateLimitStore, { name, ...limits[name], clock: ctx.clock });
   const badKeysPerIp = limiter("badKeysPerIp");
-  const guard = createWebGuard(ctx, { secure: publicUrl.startsWith("https://") });
+  const fetchPolicy: FetchPolicy = {
+    ...PUBLIC_FETCH_LIMITS,
+    timeoutMs: options.fetchTimeoutMs ?? PUBLIC_FETCH_LIMITS.timeoutMs,
+    allowPrivateNetwork: isLocalDevelopment(publicUrl),
+  };
+  const fetchDocument = (url: URL) => fetchPublicDocument(url, fetchPolicy);
+  const oauth: OAuthDeps = {
+    fetchDocument,
+    clientDocuments: createClientDocumentCache(),
+    issuer: publicUrl,
+  };
+  const guard = createWebGuard(ctx, {
+    secure: publicUrl.startsWith("https://"),
+    flashKey: options.flashKey,
+  });
 
   const api = [
     verifyEndpoint(ctx, { perPartnerKey: limiter("failedVerifiesPerPartnerKey"), badKeysPerIp }),
     sessionTokensEndpoint(ctx, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp }),
     directoryEndpoint(ctx),
     ...deviceEndpoints(ctx, { publicUrl, perIp: limiter("deviceCodesPerIp") }),
+    ...oauthEndpoints(
+      ctx,
+      { ...oauth, publicUrl },
+      {
+        perUserKey: limiter("mintsPerUserKey"),
+        badKeysPerIp,
+        deviceCodesPerIp: limiter("deviceCodesPerIp"),
+      },
+    ),
     ...healthEndpoints(() => sql`SELECT 1`.execute(ctx.store.db)),
   ];
   const endpoints = [...api, ...apiDocsEndpoints(api, apiDescription(publicUrl))];
@@ -126,15 +154,8 @@ export function createApp(options: AppOptions): {
     }),
   );
   app.route("/", accountPages(ctx, guard, publicUrl));
-  const fetchPolicy: FetchPolicy = {
-    ...PUBLIC_FETCH_LIMITS,
-    timeoutMs: options.fetchTimeoutMs ?? PUBLIC_FETCH_LIMITS.timeoutMs,
-    allowPrivateNetwork: isLocalDevelopment(publicUrl),
-  };
-  app.route(
-    "/",
-    partnerPages(ctx, guard, (url) => fetchPublicDocument(url, fetchPolicy)),
-  );
+  app.route("/", partnerPages(ctx, guard, fetchDocument));
+  app.route("/", consentPages(ctx, guard, oauth));
   const assetHeaders = { "Cache-Control": "public, max-age=3600" };
   app.get("/assets/style.css", (c) =>
     c.body(STYLESHEET, 200, { ...assetHeaders, "Content-Type": "text/css; charset=utf-8" }),

@@ -1,4 +1,15 @@
-import { hash, randomBytes, randomFillSync, randomInt, timingSafeEqual } from "node:crypto";
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  hash,
+  hkdfSync,
+  type KeyObject,
+  randomBytes,
+  randomFillSync,
+  randomInt,
+  timingSafeEqual,
+} from "node:crypto";
 
 /**
  * The crypto helpers every part uses: one place that says how secrets are drawn, hashed and
@@ -46,3 +57,77 @@ export function pooledRandomBytes(length: number): Buffer {
 
 const pool = Buffer.alloc(4096);
 let poolOffset = pool.length;
+
+/**
+ * Flash messages: what a form post leaves for the page it redirects to (a key shown once, a
+ * notice), carried by the browser for a few seconds. The browser can neither read nor change
+ * one: it is sealed with AES-256-GCM under a key of its own, derived from the service's secret.
+ */
+const FLASH_LABEL = Buffer.from("agentpass web flash v1");
+const FLASH_PREFIX = "f1.";
+const FLASH_NONCE_LENGTH = 12;
+const FLASH_EXPIRY_LENGTH = 6;
+const FLASH_TAG_LENGTH = 16;
+/** A cookie holds at most 4 KiB: anything longer was not made here. */
+const MAX_SEALED_FLASH_LENGTH = 4096;
+
+/**
+ * The key that seals flash messages: HKDF-SHA256 of the service's secret under a label of its
+ * own, so every instance with the same secret derives the same key, and it shares nothing with
+ * the key-encryption key derived from the same secret.
+ */
+export function deriveFlashKey(secret: string | Buffer): KeyObject {
+  return createSecretKey(Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), FLASH_LABEL, 32)));
+}
+
+/**
+ * `f1.` + base64url(nonce | AES-256-GCM(expiry in ms, 6 bytes | text) | tag), under a fresh
+ * random nonce. `boundTo` is the associated data: the flash opens only for the same value (the
+ * browser, session and page it was made for), so a copy sent from elsewhere does not open.
+ */
+export function sealFlash(
+  key: KeyObject,
+  flash: { text: string; boundTo: string; expiresAt: number },
+): string {
+  const nonce = randomBytes(FLASH_NONCE_LENGTH);
+  const cipher = createCipheriv("aes-256-gcm", key, nonce);
+  cipher.setAAD(Buffer.from(flash.boundTo));
+  const expiry = Buffer.alloc(FLASH_EXPIRY_LENGTH);
+  expiry.writeUIntBE(flash.expiresAt, 0, FLASH_EXPIRY_LENGTH);
+  const ciphertext = Buffer.concat([
+    cipher.update(expiry),
+    cipher.update(flash.text, "utf8"),
+    cipher.final(),
+  ]);
+  return (
+    FLASH_PREFIX + Buffer.concat([nonce, ciphertext, cipher.getAuthTag()]).toString("base64url")
+  );
+}
+
+/** The text of a sealed flash, or null when it is not one of ours, not bound to `boundTo`, or expired at `now`. */
+export function openFlash(
+  key: KeyObject,
+  sealed: string,
+  boundTo: string,
+  now: number,
+): string | null {
+  if (sealed.length > MAX_SEALED_FLASH_LENGTH || !sealed.startsWith(FLASH_PREFIX)) return null;
+  const bytes = Buffer.from(sealed.slice(FLASH_PREFIX.length), "base64url");
+  if (bytes.length < FLASH_NONCE_LENGTH + FLASH_EXPIRY_LENGTH + FLASH_TAG_LENGTH) return null;
+  const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, FLASH_NONCE_LENGTH), {
+    authTagLength: FLASH_TAG_LENGTH,
+  });
+  decipher.setAAD(Buffer.from(boundTo));
+  decipher.setAuthTag(bytes.subarray(bytes.length - FLASH_TAG_LENGTH));
+  let plain: Buffer;
+  try {
+    plain = Buffer.concat([
+      decipher.update(bytes.subarray(FLASH_NONCE_LENGTH, bytes.length - FLASH_TAG_LENGTH)),
+      decipher.final(),
+    ]);
+  } catch {
+    return null; // another key, another binding, or changed on the way
+  }
+  if (plain.readUIntBE(0, FLASH_EXPIRY_LENGTH) <= now) return null;
+  return plain.subarray(FLASH_EXPIRY_LENGTH).toString("utf8");
+}

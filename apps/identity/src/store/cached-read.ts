@@ -2,11 +2,34 @@ import { LRUCache } from "lru-cache";
 
 const MAX_ENTRIES = 10_000;
 
-/** Tells whether the database may have changed since its previous call. */
-export type ChangeCheck = () => boolean | Promise<boolean>;
+/** One changed row, as the database's change log names it (store/key-changes.ts). */
+export interface Change {
+  table: string;
+  /** The row's id (a key's, an account's, a sealing key's). */
+  rowId: string;
+  /** A key's secret hash; null for other rows. */
+  hash: string | null;
+}
 
 /**
- * Wraps single-row reads in caches that are emptied whenever the database may have changed.
+ * What a change check found since its previous run: `false`, nothing; a list, exactly these rows
+ * changed; `true`, anything may have changed (it cannot say what: every cache is emptied).
+ */
+export type FoundChanges = boolean | readonly Change[];
+
+/** Tells what may have changed in the database since its previous call. */
+export type ChangeCheck = () => FoundChanges | Promise<FoundChanges>;
+
+/** The entries of one cache, as a change drops them (`cached`'s `evict`). */
+export interface CacheEntries<Row> {
+  /** Drops the entry of `key`, and keeps any read of it in flight from being stored. */
+  delete(key: string): void;
+  /** Drops every entry whose row is stale: reads every entry, so for rare changes only. */
+  deleteWhere(stale: (row: Row | undefined) => boolean): void;
+}
+
+/**
+ * Wraps single-row reads in caches that drop what the database changed.
  *
  * `beginRequest()` resolves once a change check that *started after the call* has finished, so
  * a request never trusts the cache on the strength of a check made before it arrived: whatever
@@ -17,45 +40,90 @@ export type ChangeCheck = () => boolean | Promise<boolean>;
  * share it, and at most one runs at a time; requests arriving while one runs share the next.
  * A failed check fails the requests that waited for it (no read is served unchecked).
  *
- * `onChange` runs inside the check that noticed a change, awaited, so the requests that waited
+ * A check that lists its changes drops, in each cache, the entries those rows were read into
+ * (`cached`'s `evict`), before the requests that waited for it go on; one that cannot list them
+ * empties every cache. A read in flight when its entry is dropped answers its own request, which
+ * arrived before the change, but is never stored for the requests after it.
+ *
+ * `onChange` runs inside the check that found a change, awaited, so the requests that waited
  * for the check see its effect (the sealing keys re-read after a rotation). When it fails, the
- * check fails, and the next check runs it again even if nothing changed since.
+ * check fails, and the next check runs it again (with what that one found) even if nothing
+ * changed since.
  */
-export function createReadCaches(hasChanged: ChangeCheck, onChange?: () => Promise<void>) {
-  let generation = 0;
-  let changePending = false;
+export function createReadCaches(
+  hasChanged: ChangeCheck,
+  onChange?: (changes: true | readonly Change[]) => Promise<void>,
+) {
+  const caches: { clear(): void; evict(change: Change): void }[] = [];
+  let owed: true | readonly Change[] | undefined;
   const awaitCheck = shareChecks(async () => {
-    if (await hasChanged()) {
-      generation++;
-      changePending = onChange !== undefined;
+    const found = await hasChanged();
+    if (found === true) {
+      for (const cache of caches) cache.clear();
+    } else if (found !== false) {
+      for (const change of found) for (const cache of caches) cache.evict(change);
     }
-    if (changePending) {
-      await onChange?.();
-      changePending = false;
+    if (onChange && (found === true || (found !== false && found.length > 0))) {
+      owed = owed === true || found === true ? true : [...(owed ?? []), ...found];
+    }
+    if (owed !== undefined) {
+      await onChange?.(owed);
+      owed = undefined;
     }
   });
   return {
     /** Call once per request, and await it, before its cached reads. */
     beginRequest: awaitCheck,
 
-    cached<Row>(read: (key: string) => Promise<Row | undefined>) {
+    /**
+     * `read` behind a cache. `evict` says which entries a listed change makes stale; without
+     * it, any change empties this cache.
+     */
+    cached<Row>(
+      read: (key: string) => Promise<Row | undefined>,
+      evict?: (change: Change, entries: CacheEntries<Row>) => void,
+    ) {
       // Rows wrapped, as lru-cache stores no undefined (a key that does not exist is cached too).
       const entries = new LRUCache<string, { row: Row | undefined }>({ max: MAX_ENTRIES });
-      let entriesGeneration = generation;
+      /** Reads in flight, by key; one marked stale is not stored when it ends. */
+      const reading = new Map<string, Set<{ stale: boolean }>>();
+      const markStale = (fills: Iterable<{ stale: boolean }>) => {
+        for (const fill of fills) fill.stale = true;
+      };
+      const clear = () => {
+        entries.clear();
+        for (const fills of reading.values()) markStale(fills);
+      };
+      const cacheEntries: CacheEntries<Row> = {
+        delete(key) {
+          entries.delete(key);
+          markStale(reading.get(key) ?? []);
+        },
+        deleteWhere(stale) {
+          const doomed = [...entries.entries()].filter(([, { row }]) => stale(row));
+          for (const [key] of doomed) entries.delete(key);
+          // What a read in flight will hold is not known yet: none of them is kept.
+          for (const fills of reading.values()) markStale(fills);
+        },
+      };
+      caches.push({
+        clear,
+        evict: evict ? (change) => evict(change, cacheEntries) : clear,
+      });
       return async (key: string): Promise<Row | undefined> => {
-        if (entriesGeneration !== generation) {
-          entries.clear();
-          entriesGeneration = generation;
-        }
         const hit = entries.get(key);
         if (hit) return hit.row;
-        const startedIn = generation;
-        const row = await read(key);
-        // A read that began before a change and ended after the check that noticed it may hold
-        // the row as it was (a key not yet revoked): it answers its own request, which arrived
-        // before the change, but is never kept for the requests after it.
-        if (startedIn === generation && entriesGeneration === generation) entries.set(key, { row });
-        return row;
+        const fill = { stale: false };
+        const fills = reading.get(key) ?? new Set();
+        reading.set(key, fills.add(fill));
+        try {
+          const row = await read(key);
+          if (!fill.stale) entries.set(key, { row });
+          return row;
+        } finally {
+          fills.delete(fill);
+          if (fills.size === 0) reading.delete(key);
+        }
       };
     },
   };

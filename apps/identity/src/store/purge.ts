@@ -13,6 +13,7 @@ const EXPIRING = [
   { table: "device_codes", key: "device_hash", column: "expires_at" },
   { table: "web_sessions", key: "id_hash", column: "expires_at" },
   { table: "remembered_browsers", key: "browser_hash, email", column: "expires_at" },
+  { table: "oauth_codes", key: "code_hash", column: "expires_at" },
   { table: "rate_limits", key: "key", column: "window_start" },
 ] as const;
 

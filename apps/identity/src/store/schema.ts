@@ -1,7 +1,17 @@
 /** Table shapes as Kysely sees them. Times are epoch milliseconds; flags are 0/1 integers. */
 export interface IdentityDatabase {
   accounts: { id: string; email: string; created_at: number };
-  user_keys: KeyTable & { account_id: string };
+  user_keys: KeyTable & {
+    account_id: string;
+    /** The OAuth client that obtained the key; null for keys made in the dashboard or the CLI. */
+    client_id: string | null;
+    /** The partner every token of this key is bound to; null: any partner. */
+    audience: string | null;
+    /** 1: a refresh token that is replaced at each use (OAuth 2.1, public clients). */
+    rotating: number;
+    /** The key that replaced this one at a refresh; a replaced key presented again is a replay. */
+    replaced_by: string | null;
+  };
   partners: {
     id: string;
     owner_account_id: string;
@@ -59,6 +69,29 @@ export interface IdentityDatabase {
     expires_at: number;
     last_polled_at: number | null;
   };
+  oauth_clients: {
+    client_id: string;
+    client_name: string;
+    /** JSON array of the exact redirect URIs registered. */
+    redirect_uris: string;
+    created_at: number;
+  };
+  oauth_codes: {
+    code_hash: string;
+    client_id: string;
+    account_id: string;
+    redirect_uri: string;
+    /** The PKCE S256 challenge. */
+    code_challenge: string;
+    /** The partner the tokens will be bound to (the `resource` consented to); null: any. */
+    partner_id: string | null;
+    scope: string | null;
+    expires_at: number;
+    used_at: number | null;
+    /** The user key the code gave: a replay of the code revokes it. */
+    key_id: string | null;
+  };
+  partner_resources: { url: string; partner_id: string; created_at: number };
   usage_daily: { partner_id: string; day: string; outcome: string; count: number };
   rate_limits: { key: string; window_start: number; count: number };
   partner_activity: {

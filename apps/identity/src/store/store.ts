@@ -7,6 +7,13 @@ import {
 } from "@agentpass/db";
 import { type Kysely, sql } from "kysely";
 import { type ChangeCheck, createReadCaches } from "./cached-read.ts";
+import {
+  createKeyChangeCheck,
+  evictPartnerKeyByHash,
+  evictTokenOwner,
+  evictUserKeyByHash,
+  touchesSealingKeys,
+} from "./key-changes.ts";
 import type { IdentityDatabase } from "./schema.ts";
 
 export interface Account {
@@ -51,6 +58,17 @@ export interface NewKey {
   displayPrefix: string;
   secretHash: string;
   createdAt: number;
+  /** User keys obtained through OAuth: see `OAuthGrant`. */
+  grant?: OAuthGrant;
+}
+
+/** How a user key obtained through OAuth may be used. */
+export interface OAuthGrant {
+  clientId: string;
+  /** The partner every token of the key is bound to; null: any partner. */
+  audience: string | null;
+  /** Replaced at each refresh (a public client's refresh token from a browser flow). */
+  rotating: boolean;
 }
 
 /** What the verify path needs about a session token's user key, in one read. */
@@ -58,6 +76,8 @@ export interface TokenOwner {
   accountId: string;
   email: string;
   revokedAt: number | null;
+  /** The OAuth client the key was issued to; null for keys made in the dashboard. */
+  clientId: string | null;
 }
 
 export type KeyTableName = "user_keys" | "partner_keys";
@@ -84,28 +104,43 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   const ownerColumn = (table: KeyTableName) =>
     table === "user_keys" ? ("account_id" as const) : ("partner_id" as const);
-  type KeyByHash = { id: string; ownerId: string; revokedAt: number | null };
+  type KeyByHash = {
+    id: string;
+    ownerId: string;
+    revokedAt: number | null;
+    /** User keys only: the OAuth client, the bound partner, 1 when it rotates, its successor. */
+    clientId?: string | null;
+    audience?: string | null;
+    rotating?: number;
+    replacedBy?: string | null;
+  };
   let keysChanged: (() => Promise<void>) | undefined;
-  const caches = createReadCaches(keyChangeCheck(database), async () => keysChanged?.());
+  // A key change drops that key's cached reads only (store/key-changes.ts).
+  const caches = createReadCaches(keyChangeCheck(database), async (changes) => {
+    if (touchesSealingKeys(changes)) await keysChanged?.();
+  });
   const keyByHash = {
     user_keys: caches.cached(
       createPreparedQuery<KeyByHash>(
         database,
-        'SELECT id, account_id AS "ownerId", revoked_at AS "revokedAt" FROM user_keys WHERE secret_hash = ?',
+        'SELECT id, account_id AS "ownerId", revoked_at AS "revokedAt", client_id AS "clientId", audience, rotating, replaced_by AS "replacedBy" FROM user_keys WHERE secret_hash = ?',
       ),
+      evictUserKeyByHash,
     ),
     partner_keys: caches.cached(
       createPreparedQuery<KeyByHash>(
         database,
         'SELECT id, partner_id AS "ownerId", revoked_at AS "revokedAt" FROM partner_keys WHERE secret_hash = ?',
       ),
+      evictPartnerKeyByHash,
     ),
   };
   const tokenOwner = caches.cached(
     createPreparedQuery<TokenOwner>(
       database,
-      'SELECT a.id AS "accountId", a.email, k.revoked_at AS "revokedAt" FROM user_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?',
+      'SELECT a.id AS "accountId", a.email, k.revoked_at AS "revokedAt", k.client_id AS "clientId" FROM user_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?',
     ),
+    evictTokenOwner,
   );
   const sealingKeys = createPreparedRows<StoredSealingKey>(
     database,
@@ -170,22 +205,29 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
         table === "user_keys"
           ? db
               .insertInto("user_keys")
-              .values({ ...base, account_id: key.ownerId })
+              .values({
+                ...base,
+                account_id: key.ownerId,
+                client_id: key.grant?.clientId ?? null,
+                audience: key.grant?.audience ?? null,
+                rotating: key.grant?.rotating ? 1 : 0,
+              })
               .execute()
           : db
               .insertInto("partner_keys")
               .values({ ...base, partner_id: key.ownerId })
               .execute(),
       );
-      const { secretHash: _, ...rest } = key;
+      const { secretHash: _, grant: __, ...rest } = key;
       return { id, ...rest, lastUsedAt: null, revokedAt: null };
     },
 
     /**
-     * Starts the reads of one verify or mint; await it first. Key reads are cached until the
-     * database changes, which is checked here by a check that starts after the call (SQLite:
-     * `PRAGMA data_version` and this process's writes; PostgreSQL: the `key_epoch` counter), so a
-     * revocation by any process or instance holds from the next request on.
+     * Starts the reads of one verify or mint; await it first. Key reads are cached until their
+     * key changes, which is checked here by a check that starts after the call (the change log
+     * `key_changes`; on SQLite read only when `PRAGMA data_version` or this process's writes say
+     * something changed), so a revocation by any process or instance holds from the next request
+     * on.
      */
     beginHotRead(): Promise<void> {
       return caches.beginRequest();
@@ -224,6 +266,22 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
           .set({ revoked_at: revokedAt })
           .where("id", "=", id)
           .where("revoked_at", "is", null)
+          .executeTakeFirst(),
+      );
+      return result.numUpdatedRows > 0n;
+    },
+
+    /** Renames a key of `ownerId`; false when it has no key with that id. */
+    async renameKey(
+      table: KeyTableName,
+      key: { id: string; ownerId: string; name: string },
+    ): Promise<boolean> {
+      const result = await database.write((db) =>
+        db
+          .updateTable(table)
+          .set({ name: key.name })
+          .where("id", "=", key.id)
+          .where(ownerColumn(table), "=", key.ownerId)
           .executeTakeFirst(),
       );
       return result.numUpdatedRows > 0n;
@@ -361,6 +419,21 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       );
     },
 
+    /**
+     * Deletes a partner of `ownerAccountId` with its keys, usage counts and activity rows (the
+     * foreign keys cascade); false when the account owns no partner with that id.
+     */
+    async deletePartner(id: string, ownerAccountId: string): Promise<boolean> {
+      const result = await database.write((db) =>
+        db
+          .deleteFrom("partners")
+          .where("id", "=", id)
+          .where("owner_account_id", "=", ownerAccountId)
+          .executeTakeFirst(),
+      );
+      return result.numDeletedRows > 0n;
+    },
+
     /** Deletes an account with its keys, partners and their keys: none verifies again. */
     async deleteAccount(accountId: string): Promise<void> {
       await database.write((db) => db.deleteFrom("accounts").where("id", "=", accountId).execute());
@@ -483,25 +556,10 @@ function keyColumns(owner: "account_id" | "partner_id") {
   ] as const;
 }
 
-/** Whether anything a cached key read depends on may have changed since the previous call. */
-export function keyChangeCheck(database: OpenedDatabase<IdentityDatabase>): ChangeCheck {
-  return database.hasChanged ?? keyEpochCheck(database);
-}
-
 /**
- * PostgreSQL: whether the key tables changed since the last call, from the `key_epoch` counter
- * their triggers bump in the same transaction as the change (migration 0003).
+ * Which rows a cached key read depends on changed since the previous call: the change log that
+ * triggers write in the same transaction as each change (store/key-changes.ts).
  */
-function keyEpochCheck(database: OpenedDatabase<IdentityDatabase>): ChangeCheck {
-  const readEpoch = createPreparedQuery<{ value: number }>(
-    database,
-    "SELECT value FROM key_epoch WHERE id = 1",
-  );
-  let seen: number | undefined;
-  return async () => {
-    const epoch = (await readEpoch())?.value;
-    if (epoch === seen) return false;
-    seen = epoch;
-    return true;
-  };
+export function keyChangeCheck(database: OpenedDatabase<IdentityDatabase>): ChangeCheck {
+  return createKeyChangeCheck(database);
 }

@@ -41,6 +41,15 @@ export function webClient(app: Requester, base = "http://localhost") {
         body: new URLSearchParams({ _csrf: csrf, ...fields }).toString(),
       });
     },
+    /** Follows a 303 to the page it names, as a browser does; any other answer as it is. */
+    async follow(response: Response): Promise<Response> {
+      const location = response.headers.get("location");
+      return response.status === 303 && location ? request(location) : response;
+    },
+    /** Posts a form and follows its 303, as a browser does: the page the person then sees. */
+    async submit(path: string, fields: Record<string, string>) {
+      return client.follow(await client.post(path, fields));
+    },
     /** The text of a page, for assertions on what a person sees. */
     async text(path: string) {
       return (await request(path)).text();

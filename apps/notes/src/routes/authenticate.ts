@@ -1,37 +1,78 @@
 import { type EndpointRequest, HttpError } from "@agentpass/http";
-import {
-  authenticate,
-  canonicalizeEmail,
-  failureHeaders,
-  SESSION_TOKEN_HEADER,
-} from "@agentpass/verify";
+import { authenticate, canonicalizeEmail, failureHeaders, TOKEN_INACTIVE } from "@agentpass/verify";
 import type { NotesContext } from "../context.ts";
 import { ERRORS } from "../errors.ts";
 import type { User } from "../store/store.ts";
+import { challengeOf, readSessionToken } from "./session-token.ts";
 
-const NO_ACCOUNT = new HttpError(ERRORS.no_account, { headers: failureHeaders(401) });
-// An agent that sent its token as `Authorization: Bearer` is told where it goes instead.
-const BEARER_HINT = { hint: `Send the session token in the ${SESSION_TOKEN_HEADER} header` };
+/** The OpenAPI security of the REST endpoints: the session token in either header. */
+export const SESSION_TOKEN_SECURITY: Record<string, string[]>[] = [
+  { sessionToken: [] },
+  { bearerToken: [] },
+];
+
+/** The local user a request acts for; throws the `HttpError` to answer otherwise. */
+export type Authenticate = (request: EndpointRequest) => Promise<User>;
+
+/** Every refusal of authentication, built once per protected resource (its challenge differs). */
+function refusalsFor(resourceMetadataUrl: string) {
+  const challenge = (error?: "invalid_token" | "invalid_request") => ({
+    headers: { "WWW-Authenticate": challengeOf(resourceMetadataUrl, error) },
+  });
+  return {
+    conflict: new HttpError(ERRORS.invalid_request, challenge("invalid_request")),
+    missing: new HttpError(ERRORS.session_token_missing, challenge()),
+    invalid: new HttpError(ERRORS.session_token_invalid, challenge("invalid_token")),
+    unbound: new HttpError(ERRORS.session_token_unbound, challenge("invalid_token")),
+    noAccount: new HttpError(ERRORS.no_account, challenge("invalid_token")),
+    unavailable: new HttpError(ERRORS.identity_unavailable, { headers: failureHeaders(503) }),
+  };
+}
 
 /**
- * The local user behind a request's session token, verified through AgentPass (the client
- * library, with a short cache of successes); throws the `HttpError` to answer otherwise.
+ * Authentication of the REST endpoints: any session token AgentPass verifies for us, bound to
+ * the notes API or to no partner (the client library, with its short cache of successes).
  * AgentPass down or refusing our own partner key is a 503, never a 401 and never a pass.
  */
-export async function authenticateUser(ctx: NotesContext, request: EndpointRequest): Promise<User> {
-  const sessionToken = request.header(SESSION_TOKEN_HEADER);
-  const auth = await authenticate(ctx.verifier, sessionToken ?? null);
-  if (!auth.ok) {
-    const authorization = request.header("authorization");
-    const hint = !sessionToken && authorization?.startsWith("Bearer ") ? BEARER_HINT : undefined;
-    throw new HttpError(ERRORS[auth.code], {
-      headers: failureHeaders(auth.status),
-      extra: hint,
-    });
-  }
-  const email = canonicalFormOf(ctx, auth.email);
-  const user = email === null ? undefined : await ctx.store.findUserByEmail(email);
-  if (!user) throw NO_ACCOUNT;
+export function verifiedUser(ctx: NotesContext, resourceMetadataUrl: string): Authenticate {
+  const refuse = refusalsFor(resourceMetadataUrl);
+  return async (request) => {
+    const sent = readSessionToken(request);
+    if (sent.kind === "conflict") throw refuse.conflict;
+    const auth = await authenticate(ctx.verifier, sent.kind === "token" ? sent.token : null);
+    if (!auth.ok) {
+      if (auth.code === "session_token_missing") throw refuse.missing;
+      throw auth.code === "session_token_invalid" ? refuse.invalid : refuse.unavailable;
+    }
+    return localUser(ctx, auth.email, refuse.noAccount);
+  };
+}
+
+/**
+ * Authentication of `/mcp`: only a token minted for the notes API alone (`aud`), asked of
+ * AgentPass by introspection on every request. A token the person gave another partner is
+ * inactive to us, and an unbound one is refused too, so no partner can replay a token it was
+ * given to act here as the person.
+ */
+export function boundTokenUser(ctx: NotesContext, resourceMetadataUrl: string): Authenticate {
+  const refuse = refusalsFor(resourceMetadataUrl);
+  return async (request) => {
+    const sent = readSessionToken(request);
+    if (sent.kind === "conflict") throw refuse.conflict;
+    if (sent.kind === "none") throw refuse.missing;
+    // A verifier without introspection (no partner key configured) cannot tell: never a pass.
+    if (!ctx.verifier.introspect) throw refuse.unavailable;
+    const result = await ctx.verifier.introspect(sent.token);
+    if (!result.ok) throw result.code === TOKEN_INACTIVE ? refuse.invalid : refuse.unavailable;
+    if (result.aud === undefined) throw refuse.unbound;
+    return localUser(ctx, result.email, refuse.noAccount);
+  };
+}
+
+async function localUser(ctx: NotesContext, email: string, noAccount: HttpError): Promise<User> {
+  const canonical = canonicalFormOf(ctx, email);
+  const user = canonical === null ? undefined : await ctx.store.findUserByEmail(canonical);
+  if (!user) throw noAccount;
   return user;
 }
 

@@ -4,13 +4,17 @@ import type { NotesContext } from "../context.ts";
 import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import { presentNote } from "../presenters.ts";
 import { readBody, readId, readQuery } from "../request.ts";
-import { NoteCreate, NoteListQuery, NotePatch, NoteSchema } from "../schemas.ts";
-import { authenticateUser } from "./authenticate.ts";
+import {
+  NoteAnswer,
+  NoteCreate,
+  NoteListQuery,
+  NotePage,
+  NotePatch,
+  newNoteOf,
+} from "../schemas.ts";
+import { type Authenticate, SESSION_TOKEN_SECURITY } from "./authenticate.ts";
 
 const NOT_FOUND = new HttpError(ERRORS.note_not_found);
-const SECURITY = [{ sessionToken: [] }];
-const NoteAnswer = z.object({ note: NoteSchema });
-const NotePage = z.object({ notes: z.array(NoteSchema), total: z.number().int() });
 const IdParam = z.object({ id: z.uuid().meta({ description: "The note's id" }) });
 const BODY_ERRORS = [ERRORS.invalid_json_body, ERRORS.invalid_body, ERRORS.body_too_large];
 const LIMIT_ERRORS = [ERRORS.note_limit_reached, ERRORS.text_limit_reached];
@@ -20,7 +24,7 @@ const json = (description: string, schema: z.ZodType) => ({
 });
 
 /** /api/notes: list and search, read, create, update, delete — the caller's notes only. */
-export function noteEndpoints(ctx: NotesContext): Endpoint[] {
+export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate): Endpoint[] {
   return [
     defineEndpoint({
       method: "GET",
@@ -28,13 +32,13 @@ export function noteEndpoints(ctx: NotesContext): Endpoint[] {
       operation: {
         operationId: "listNotes",
         summary: "List your notes, newest-updated first; search, filter by tag, paginate",
-        security: SECURITY,
+        security: SESSION_TOKEN_SECURITY,
         requestParams: { query: NoteListQuery },
         responses: { "200": json("A page of notes and the total matching", NotePage) },
       },
       errors: [ERRORS.invalid_query, ...AUTH_ERRORS, ERRORS.search_timeout],
       async handle(request) {
-        const user = await authenticateUser(ctx, request);
+        const user = await authenticateUser(request);
         const { notes, total } = await ctx.store.listNotes(
           user.id,
           readQuery(request, NoteListQuery),
@@ -48,13 +52,13 @@ export function noteEndpoints(ctx: NotesContext): Endpoint[] {
       operation: {
         operationId: "getNote",
         summary: "Fetch one of your notes",
-        security: SECURITY,
+        security: SESSION_TOKEN_SECURITY,
         requestParams: { path: IdParam },
         responses: { "200": json("The note", NoteAnswer) },
       },
       errors: [ERRORS.invalid_note_id, ERRORS.note_not_found, ...AUTH_ERRORS],
       async handle(request) {
-        const user = await authenticateUser(ctx, request);
+        const user = await authenticateUser(request);
         const note = await ctx.store.getNote(user.id, readId(request, "note"));
         if (!note) return NOT_FOUND;
         return { status: 200, body: { note: presentNote(note) } };
@@ -66,24 +70,15 @@ export function noteEndpoints(ctx: NotesContext): Endpoint[] {
       operation: {
         operationId: "createNote",
         summary: "Create a note",
-        security: SECURITY,
+        security: SESSION_TOKEN_SECURITY,
         requestBody: { required: true, content: { "application/json": { schema: NoteCreate } } },
         responses: { "201": json("The new note", NoteAnswer) },
       },
       errors: [...BODY_ERRORS, ...LIMIT_ERRORS, ...AUTH_ERRORS],
       async handle(request) {
-        const user = await authenticateUser(ctx, request);
-        const input = await readBody(request, NoteCreate);
-        const note = await ctx.store.createNote(
-          user.id,
-          {
-            title: input.title,
-            content: input.content ?? [],
-            contentText: input.contentText ?? "",
-          },
-          input.tagIds ?? [],
-          ctx.clock(),
-        );
+        const user = await authenticateUser(request);
+        const { fields, tagIds } = newNoteOf(await readBody(request, NoteCreate));
+        const note = await ctx.store.createNote(user.id, fields, tagIds, ctx.clock());
         return { status: 201, body: { note: presentNote(note) } };
       },
     }),
@@ -94,7 +89,7 @@ export function noteEndpoints(ctx: NotesContext): Endpoint[] {
         operationId: "updateNote",
         summary:
           "Update a note: any subset of title, content, contentText, tagIds (replaces the set)",
-        security: SECURITY,
+        security: SESSION_TOKEN_SECURITY,
         requestParams: { path: IdParam },
         requestBody: { required: true, content: { "application/json": { schema: NotePatch } } },
         responses: { "200": json("The updated note", NoteAnswer) },
@@ -107,7 +102,7 @@ export function noteEndpoints(ctx: NotesContext): Endpoint[] {
         ...AUTH_ERRORS,
       ],
       async handle(request) {
-        const user = await authenticateUser(ctx, request);
+        const user = await authenticateUser(request);
         const id = readId(request, "note");
         const { tagIds, ...fields } = await readBody(request, NotePatch);
         const note = await ctx.store.updateNote(user.id, id, fields, tagIds, ctx.clock());
@@ -121,13 +116,13 @@ export function noteEndpoints(ctx: NotesContext): Endpoint[] {
       operation: {
         operationId: "deleteNote",
         summary: "Delete a note",
-        security: SECURITY,
+        security: SESSION_TOKEN_SECURITY,
         requestParams: { path: IdParam },
         responses: { "204": { description: "Deleted" } },
       },
       errors: [ERRORS.invalid_note_id, ERRORS.note_not_found, ...AUTH_ERRORS],
       async handle(request) {
-        const user = await authenticateUser(ctx, request);
+        const user = await authenticateUser(request);
         if (!(await ctx.store.deleteNote(user.id, readId(request, "note")))) return NOT_FOUND;
         return { status: 204 };
       },

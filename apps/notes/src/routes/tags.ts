@@ -4,13 +4,11 @@ import type { NotesContext } from "../context.ts";
 import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import { presentTag } from "../presenters.ts";
 import { readBody, readId } from "../request.ts";
-import { TagInput, TagSchema } from "../schemas.ts";
-import { authenticateUser } from "./authenticate.ts";
+import { TagAnswer, TagInput, TagList } from "../schemas.ts";
+import { type Authenticate, SESSION_TOKEN_SECURITY } from "./authenticate.ts";
 
 const NOT_FOUND = new HttpError(ERRORS.tag_not_found);
 const EXISTS = new HttpError(ERRORS.tag_exists);
-const SECURITY = [{ sessionToken: [] }];
-const TagAnswer = z.object({ tag: TagSchema });
 const IdParam = z.object({ id: z.uuid().meta({ description: "The tag's id" }) });
 const BODY_ERRORS = [ERRORS.invalid_json_body, ERRORS.invalid_body, ERRORS.body_too_large];
 const json = (description: string, schema: z.ZodType) => ({
@@ -19,7 +17,7 @@ const json = (description: string, schema: z.ZodType) => ({
 });
 
 /** /api/tags: the caller's tags, by name; names unique per user ignoring case. */
-export function tagEndpoints(ctx: NotesContext): Endpoint[] {
+export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate): Endpoint[] {
   return [
     defineEndpoint({
       method: "GET",
@@ -27,12 +25,12 @@ export function tagEndpoints(ctx: NotesContext): Endpoint[] {
       operation: {
         operationId: "listTags",
         summary: "List your tags by name",
-        security: SECURITY,
-        responses: { "200": json("Your tags", z.object({ tags: z.array(TagSchema) })) },
+        security: SESSION_TOKEN_SECURITY,
+        responses: { "200": json("Your tags", TagList) },
       },
       errors: AUTH_ERRORS,
       async handle(request) {
-        const user = await authenticateUser(ctx, request);
+        const user = await authenticateUser(request);
         const tags = await ctx.store.listTags(user.id);
         return { status: 200, body: { tags: tags.map(presentTag) } };
       },
@@ -43,13 +41,13 @@ export function tagEndpoints(ctx: NotesContext): Endpoint[] {
       operation: {
         operationId: "createTag",
         summary: "Create a tag (names are unique per user, ignoring case)",
-        security: SECURITY,
+        security: SESSION_TOKEN_SECURITY,
         requestBody: { required: true, content: { "application/json": { schema: TagInput } } },
         responses: { "201": json("The new tag", TagAnswer) },
       },
       errors: [...BODY_ERRORS, ERRORS.tag_exists, ...AUTH_ERRORS],
       async handle(request) {
-        const user = await authenticateUser(ctx, request);
+        const user = await authenticateUser(request);
         const { name } = await readBody(request, TagInput);
         const tag = await ctx.store.createTag(user.id, name, ctx.clock());
         if (!tag) return EXISTS;
@@ -62,7 +60,7 @@ export function tagEndpoints(ctx: NotesContext): Endpoint[] {
       operation: {
         operationId: "renameTag",
         summary: "Rename a tag",
-        security: SECURITY,
+        security: SESSION_TOKEN_SECURITY,
         requestParams: { path: IdParam },
         requestBody: { required: true, content: { "application/json": { schema: TagInput } } },
         responses: { "200": json("The renamed tag", TagAnswer) },
@@ -75,7 +73,7 @@ export function tagEndpoints(ctx: NotesContext): Endpoint[] {
         ...AUTH_ERRORS,
       ],
       async handle(request) {
-        const user = await authenticateUser(ctx, request);
+        const user = await authenticateUser(request);
         const id = readId(request, "tag");
         const { name } = await readBody(request, TagInput);
         const tag = await ctx.store.renameTag(user.id, id, name);
@@ -90,13 +88,13 @@ export function tagEndpoints(ctx: NotesContext): Endpoint[] {
       operation: {
         operationId: "deleteTag",
         summary: "Delete a tag (it is removed from every note)",
-        security: SECURITY,
+        security: SESSION_TOKEN_SECURITY,
         requestParams: { path: IdParam },
         responses: { "204": { description: "Deleted" } },
       },
       errors: [ERRORS.invalid_tag_id, ERRORS.tag_not_found, ...AUTH_ERRORS],
       async handle(request) {
-        const user = await authenticateUser(ctx, request);
+        const user = await authenticateUser(request);
         if (!(await ctx.store.deleteTag(user.id, readId(request, "tag")))) return NOT_FOUND;
         return { status: 204 };
       },

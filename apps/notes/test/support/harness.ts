@@ -52,11 +52,15 @@ export async function openTestNotes(
     advance(ms: number) {
       now += ms;
     },
-    /** Mints a session token for `userKey` through the identity service's HTTP API. */
-    async mint(userKey: string): Promise<string> {
+    /**
+     * Mints a session token for `userKey` through the identity service's HTTP API, bound to the
+     * partner `audience` when given (the notes API's own id is `notes.partner.id`).
+     */
+    async mint(userKey: string, audience?: string): Promise<string> {
       const response = await fetch(`${identity.url}/api/session-tokens`, {
         method: "POST",
         headers: { authorization: `Bearer ${userKey}` },
+        ...(audience !== undefined && { body: JSON.stringify({ audience }) }),
       });
       return ((await response.json()) as { sessionToken: string }).sessionToken;
     },

@@ -7,12 +7,14 @@ import {
   type PendingDeviceLogin,
 } from "../../domain/device-login.ts";
 import type { RateLimiter } from "../../infra/rate-limit.ts";
+import { notice } from "../web/flash.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
-import { csrfField, html, renderPage } from "../web/page.ts";
+import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
 
 /**
  * The page of `agentpass login` (RFC 8628): the person types the code their terminal shows and
- * approves it while signed in (the API half is `http/api/device.ts`).
+ * approves it while signed in (the API half is `http/api/device.ts`). The code typed goes to the
+ * confirmation in a flash, never in a URL.
  */
 export function deviceRoutes(
   ctx: IdentityContext,
@@ -52,9 +54,19 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
       "/device",
       // The page never takes a code from its URL: a person types the code their own terminal
       // shows, so a link someone sent cannot bring them to an approval (RFC 8628 section 5.4).
-      guard.signedIn((c, web) =>
-        devicePage(c, web, codeForm(web.csrf, "", c.req.query("code") !== undefined)),
-      ),
+      guard.signedIn(async (c, web) => {
+        if (web.flash?.kind === "device-code") {
+          const pending = await findPendingDeviceLogin(ctx, web.flash.userCode);
+          if (pending) return devicePage(c, web, confirmation(web, pending, options.clientIp(c)));
+          return devicePage(c, web, codeForm(web.csrf, EXPIRED));
+        }
+        const fromLink = c.req.query("code") !== undefined;
+        return devicePage(
+          c,
+          web,
+          html`${flashNotice(web.flash)}${codeForm(web.csrf, "", fromLink)}`,
+        );
+      }),
     )
     .post(
       "/device",
@@ -75,18 +87,11 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
           return decide(c, web, typed, decision === "approve");
         }
         const pending = typed ? await findPendingDeviceLogin(ctx, typed) : null;
-        if (!pending) {
-          return devicePage(
-            c,
-            web,
-            codeForm(
-              web.csrf,
-              "No pending login has this code. It may have expired (codes last 10 minutes).",
-            ),
-            404,
-          );
-        }
-        return devicePage(c, web, confirmation(web, pending, options.clientIp(c)));
+        if (!pending) return devicePage(c, web, codeForm(web.csrf, NO_SUCH_CODE), 404);
+        return guard.seeOther(c, web, "/device", {
+          kind: "device-code",
+          userCode: pending.userCode,
+        });
       }),
     );
 
@@ -95,22 +100,15 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     const decided =
       code !== "" && (await decideDeviceLogin(ctx, code, web.session.accountId, approve));
     if (!decided) {
-      return devicePage(
-        c,
-        web,
-        codeForm(web.csrf, "This login request has expired or was already decided."),
-        400,
-      );
+      return devicePage(c, web, codeForm(web.csrf, EXPIRED), 400);
     }
-    return devicePage(
-      c,
-      web,
-      html`<p class="${approve ? "ok" : "error"}" role="status">${
-        approve
-          ? "Approved. Your terminal receives its key in a few seconds; you can close this page."
-          : "Denied. The terminal gets no key."
-      }</p>`,
-    );
+    const outcome = approve
+      ? notice(
+          "ok",
+          "Approved. Your terminal receives its key in a few seconds; you can close this page.",
+        )
+      : notice("error", "Denied. The terminal gets no key.");
+    return guard.seeOther(c, web, "/device", outcome);
   }
 
   /** What the person checks before approving: who asks, from where, since when. */
@@ -133,6 +131,9 @@ ${elsewhere ? html`<p class="warning" role="alert">This login was started from a
 <button type="submit" name="decision" value="approve" class="secondary">Approve</button></form></div>`;
   }
 }
+
+const NO_SUCH_CODE = "No pending login has this code. It may have expired (codes last 10 minutes).";
+const EXPIRED = "This login request has expired or was already decided.";
 
 /** The network an address belongs to, as shown to a person: IPv4 /24, IPv6 /48. */
 export function networkOf(address: string): string {

@@ -1,36 +1,36 @@
 import { type Context, Hono } from "hono";
 import type { IdentityContext } from "../../context.ts";
-import { issueKey, listKeys, revokeKey } from "../../domain/credentials.ts";
+import { listKeys } from "../../domain/credentials.ts";
+import { partnerUsage } from "../../domain/partner-usage.ts";
 import {
   checkPartnerSite,
   createPartner,
+  deletePartner,
   type FetchDocument,
-  isSiteVerified,
+  findOwnedPartner,
+  listOwnedPartners,
   type PartnerFields,
-  partnerSiteToken,
-  type SiteCheckResult,
-  siteVerificationUrl,
   updatePartner,
 } from "../../domain/partners.ts";
-import { PUBLIC_FETCH_LIMITS } from "../../infra/fetch-public-document.ts";
 import type { Partner } from "../../store/store.ts";
+import { confirmPage } from "../web/confirm-page.ts";
+import { notFoundPage } from "../web/error-page.ts";
+import { notice } from "../web/flash.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
-import { csrfField, formatTime, html, renderPage } from "../web/page.ts";
-import { lastDays, usageChart } from "../web/usage-chart.ts";
-import { confirmPage, notFound } from "./account.ts";
-
-type Notice = ReturnType<typeof html>;
+import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
+import { siteCheckOutcome, siteSection } from "../web/site-section.ts";
+import { usageChart } from "../web/usage-chart.ts";
+import { keyRoutes } from "./key-routes.ts";
 
 /**
- * Partner pages: any signed-in account can own partners, their keys and see their usage, and
- * prove it controls a partner's website (`fetchDocument` fetches the proof).
+ * Partner pages: any signed-in account can own partners, their keys and see their usage, prove
+ * it controls a partner's website (`fetchDocument` fetches the proof), and delete a partner.
  */
 export function partnerPages(ctx: IdentityContext, guard: WebGuard, fetchDocument: FetchDocument) {
   /** The partner of the URL, when the signed-in account owns it. */
-  async function ownPartner(c: Context, web: SignedInRequest): Promise<Partner | undefined> {
-    const partner = await ctx.store.findPartner(c.req.param("id") ?? "");
-    return partner?.ownerAccountId === web.session.accountId ? partner : undefined;
+  function ownPartner(c: Context, web: SignedInRequest): Promise<Partner | null> {
+    return findOwnedPartner(ctx, web.session.accountId, c.req.param("id") ?? "");
   }
 
   function partnerForm(action: string, csrf: string, partner?: Partner) {
@@ -54,19 +54,16 @@ export function partnerPages(ctx: IdentityContext, guard: WebGuard, fetchDocumen
     };
   }
 
-  async function listPage(
-    c: Context,
-    web: SignedInRequest,
-    notice?: Notice,
-    status: 200 | 400 = 200,
-  ) {
-    const partners = await ctx.store.listPartnersOwnedBy(web.session.accountId);
+  const invalid = (reason: string) => html`<p class="error" role="alert">${reason}</p>`;
+
+  async function listPage(c: Context, web: SignedInRequest, error?: string) {
+    const partners = await listOwnedPartners(ctx, web.session.accountId);
     return c.html(
       renderPage({
         title: "Your partners",
         session: web.session,
         csrf: web.csrf,
-        body: html`${notice ?? ""}<p>A partner is an API that accepts AgentPass session tokens. It verifies them with a partner key and learns the person's email.</p>
+        body: html`${flashNotice(web.flash)}${error ? invalid(error) : ""}<p>A partner is an API that accepts AgentPass session tokens. It verifies them with a partner key and learns the person's email.</p>
 ${
   partners.length === 0
     ? html`<p class="empty">You have no partners yet.</p>`
@@ -74,63 +71,55 @@ ${
 }
 <h2>New partner</h2>${partnerForm("/partners", web.csrf)}`,
       }),
-      status,
+      error ? 400 : 200,
     );
   }
 
-  async function partnerPage(
-    c: Context,
-    web: SignedInRequest,
-    partner: Partner,
-    notice?: Notice,
-    status: 200 | 400 = 200,
-  ) {
-    // This instance's pending counts first, so a page shows what just happened here.
-    await Promise.all([ctx.usage.flush(), ctx.keyUsage.flush()]);
-    const days = lastDays(ctx.clock(), 30);
+  async function partnerPage(c: Context, web: SignedInRequest, partner: Partner, error?: string) {
     const [keys, usage, site] = await Promise.all([
       listKeys(ctx, "partner", partner.id),
-      ctx.usageStore.usageOf(partner.id, days[0] ?? ""),
-      siteSection(partner, web.csrf),
+      partnerUsage(ctx, partner.id, 30),
+      siteSection(ctx, partner, web.csrf),
     ]);
+    const created =
+      web.flash?.kind === "new-key"
+        ? shownOnce(
+            web.flash.key,
+            html`<p>Put it in your server's configuration (for example <code>AGENTPASS_PARTNER_KEY</code>), never in client code.</p>`,
+          )
+        : "";
     return c.html(
       renderPage({
         title: partner.name,
         session: web.session,
         csrf: web.csrf,
-        body: html`${notice ?? ""}<p>Partner id <code>${partner.id}</code> (agents pass it as <code>--audience</code> to make tokens only you can verify).</p>
+        body: html`${flashNotice(web.flash)}${error ? invalid(error) : ""}${created}<p>Partner id <code>${partner.id}</code> (agents pass it as <code>--audience</code> to make tokens only you can verify).</p>
 <h2>Website verification</h2>${site}
-<h2>Usage</h2>${usageChart(usage, days)}
+<h2>Usage</h2>${usageChart(usage.counts, usage.days)}
 <h2>Partner keys</h2>
 <p>Your server sends a partner key with each <code>POST /api/verify</code>. Revoking one refuses it on the very next request.</p>
-${keyTable(keys, `/partners/${partner.id}/keys`, web.csrf)}
+${keyTable(keys, `/partners/${partner.id}/keys`)}
 <form method="post" action="/partners/${partner.id}/keys" class="card">${csrfField(web.csrf)}
 <label for="partner-key-name">Key name</label><input id="partner-key-name" name="name" type="text" required maxlength="100" placeholder="production">
 <p><button type="submit">Create partner key</button></p></form>
-<h2>Details</h2>${partnerForm(`/partners/${partner.id}`, web.csrf, partner)}`,
+<h2>Details</h2>${partnerForm(`/partners/${partner.id}`, web.csrf, partner)}
+<h2>Delete this partner</h2>
+<div class="card"><p>Deletes the partner with its keys, its usage and the record of whose email it saw. Verifications with its keys are refused from the next request on, and the directory stops listing it. This cannot be undone.</p>
+<p><a class="button danger" href="/partners/${partner.id}/delete">Delete partner…</a></p></div>`,
       }),
-      status,
+      error ? 400 : 200,
     );
   }
 
-  /** How to prove the website is the partner's, and whether it is proven. */
-  async function siteSection(partner: Partner, csrf: string) {
-    const url = siteVerificationUrl(partner);
-    if (url === null) {
-      return html`<p id="site-status" class="muted">Add your website under Details to verify it. The directory marks a partner without a verified website.</p>`;
-    }
-    const token = await partnerSiteToken(ctx, partner);
-    const status = isSiteVerified(partner)
-      ? html`<p id="site-status" class="ok">Verified: you proved you control <code>${url.origin}</code> (${formatTime(partner.siteVerifiedAt)}).</p>`
-      : html`<p id="site-status">Not verified: the directory shows this partner with “website not verified”.</p>`;
-    return html`${status}
-<ol><li>Publish a plain text file at <code id="site-url">${url.href}</code> holding this line (other lines are ignored): <code id="site-token">${token}</code></li>
-<li>Serve it with status 200 at exactly that address: no redirect, at most ${PUBLIC_FETCH_LIMITS.maxBytes / 1024} KiB.</li>
-<li>Check it. Changing the website to another origin ends the verification.</li></ol>
-<form method="post" action="/partners/${partner.id}/site-check" class="inline">${csrfField(csrf)}<button type="submit">Check now</button></form>`;
+  /** Wraps the handler of a page about one partner the signed-in account owns; else 404. */
+  function ownedPartner(
+    handler: (c: Context, web: SignedInRequest, partner: Partner) => Promise<Response> | Response,
+  ) {
+    return guard.signedIn(async (c, web) => {
+      const partner = await ownPartner(c, web);
+      return partner ? handler(c, web, partner) : notFoundPage(c, web);
+    });
   }
-
-  const invalid = (reason: string) => html`<p class="error" role="alert">${reason}.</p>`;
 
   return new Hono()
     .get(
@@ -144,114 +133,71 @@ ${keyTable(keys, `/partners/${partner.id}/keys`, web.csrf)}
           ownerAccountId: web.session.accountId,
           ...fieldsOf(web.form),
         });
-        if (!created.ok) return listPage(c, web, invalid(created.reason), 400);
-        return c.redirect(`/partners/${created.partner.id}`, 303);
+        if (!created.ok) return listPage(c, web, `${created.reason}.`);
+        return guard.seeOther(c, web, `/partners/${created.partner.id}`);
       }),
     )
     .get(
       "/partners/:id",
-      guard.signedIn(async (c, web) => {
-        const partner = await ownPartner(c, web);
-        return partner ? partnerPage(c, web, partner) : notFound(c, web);
-      }),
+      ownedPartner((c, web, partner) => partnerPage(c, web, partner)),
     )
     .post(
       "/partners/:id",
-      guard.signedIn(async (c, web) => {
-        const partner = await ownPartner(c, web);
-        if (!partner) return notFound(c, web);
+      ownedPartner(async (c, web, partner) => {
         const updated = await updatePartner(ctx, partner, fieldsOf(web.form));
-        if (!updated.ok) return partnerPage(c, web, partner, invalid(updated.reason), 400);
-        return partnerPage(c, web, updated.partner, html`<p class="ok" role="status">Saved.</p>`);
+        if (!updated.ok) return partnerPage(c, web, partner, `${updated.reason}.`);
+        return guard.seeOther(c, web, `/partners/${partner.id}`, notice("ok", "Saved."));
       }),
     )
     .post(
       "/partners/:id/site-check",
-      guard.signedIn(async (c, web) => {
-        const partner = await ownPartner(c, web);
-        if (!partner) return notFound(c, web);
+      ownedPartner(async (c, web, partner) => {
         const checked = await checkPartnerSite(ctx, partner, fetchDocument);
-        const notice = checked.ok
-          ? html`<p class="ok" role="status">Your website is verified.</p>`
-          : invalid(siteCheckFailure(checked));
-        return partnerPage(c, web, (await ctx.store.findPartner(partner.id)) ?? partner, notice);
+        const outcome = notice(checked.ok ? "ok" : "error", siteCheckOutcome(checked));
+        return guard.seeOther(c, web, `/partners/${partner.id}`, outcome);
       }),
     )
+    .get(
+      "/partners/:id/delete",
+      ownedPartner((c, web, partner) =>
+        confirmPage(c, web, {
+          title: "Delete this partner?",
+          text: html`The partner <strong>${partner.name}</strong> is deleted now, with its keys, its usage and the record of whose email it saw. Servers verifying with its keys are refused from the next request on, and the directory stops listing it.`,
+          action: `/partners/${partner.id}/delete`,
+          button: "Delete partner",
+          cancel: `/partners/${partner.id}`,
+        }),
+      ),
+    )
     .post(
-      "/partners/:id/keys",
-      guard.signedIn(async (c, web) => {
-        const partner = await ownPartner(c, web);
-        if (!partner) return notFound(c, web);
-        const issued = await issueKey(ctx, "partner", partner.id, web.form.get("name") ?? "");
-        if (!issued.ok) {
-          return partnerPage(
-            c,
-            web,
-            partner,
-            invalid("Give the key a name of 1 to 100 characters"),
-            400,
-          );
-        }
-        return partnerPage(
+      "/partners/:id/delete",
+      ownedPartner(async (c, web, partner) => {
+        const confirmation = `/partners/${partner.id}/delete`;
+        if (web.form.get("confirm") !== "yes") return guard.seeOther(c, web, confirmation);
+        await deletePartner(ctx, web.session.accountId, partner.id);
+        return guard.seeOther(
           c,
           web,
-          partner,
-          shownOnce(
-            issued.key,
-            html`<p>Put it in your server's configuration (for example <code>AGENTPASS_PARTNER_KEY</code>), never in client code.</p>`,
-          ),
+          "/partners",
+          notice("ok", `Partner ${partner.name} deleted.`),
         );
       }),
     )
-    .post(
-      "/partners/:id/keys/:keyId/revoke",
-      guard.signedIn(async (c, web) => {
-        const partner = await ownPartner(c, web);
-        const key =
-          partner && (await ctx.store.findKeyById("partner_keys", c.req.param("keyId") ?? ""));
-        if (!partner || !key || key.ownerId !== partner.id) return notFound(c, web);
-        if (web.form.get("confirm") !== "yes") {
-          return confirmPage(c, web, {
-            title: "Revoke this partner key?",
-            text: html`Verifications with <strong>${key.name}</strong> (<code>${key.displayPrefix}…</code>) get 403 from the next request on.`,
-            action: `/partners/${partner.id}/keys/${key.id}/revoke`,
-            button: "Revoke partner key",
-            cancel: `/partners/${partner.id}`,
-          });
-        }
-        await revokeKey(ctx, "partner", key.id);
-        return partnerPage(
-          c,
-          web,
-          partner,
-          html`<p class="ok" role="status">Partner key ${key.name} revoked.</p>`,
-        );
+    .route(
+      "/",
+      keyRoutes(ctx, guard, {
+        kind: "partner",
+        route: "/partners/:id/keys",
+        ownerOf: async (c, web) => {
+          const partner = await ownPartner(c, web);
+          if (!partner) return null;
+          const page = `/partners/${partner.id}`;
+          return { id: partner.id, page, keysPath: `${page}/keys` };
+        },
+        refuseNewKey: async (c, web, message) => {
+          const partner = await ownPartner(c, web);
+          return partner ? partnerPage(c, web, partner, message) : notFoundPage(c, web);
+        },
       }),
     );
-}
-
-/** What went wrong with a website check, in words its owner can act on. */
-function siteCheckFailure(failure: Extract<SiteCheckResult, { ok: false }>): string {
-  const address = failure.url?.href ?? "";
-  const host = failure.url?.host ?? "";
-  switch (failure.code) {
-    case "no_website":
-      return "Add your website under Details first";
-    case "token_not_found":
-      return `Not verified: ${address} does not hold this partner's token on a line of its own`;
-    case "not_https":
-      return "Not verified: AgentPass checks only https websites; change your website to https://";
-    case "blocked_address":
-      return `Not verified: ${host} resolves to a private or local address, and AgentPass fetches only public ones`;
-    case "unreachable":
-      return `Not verified: could not connect to ${host}`;
-    case "timeout":
-      return `Not verified: ${host} did not send the file in time`;
-    case "redirect":
-      return `Not verified: ${address} answered with a redirect (status ${failure.status}); AgentPass follows none, so serve the file at exactly this address`;
-    case "not_ok":
-      return `Not verified: ${address} answered with status ${failure.status}, not 200`;
-    case "too_large":
-      return `Not verified: the file at ${address} is larger than ${PUBLIC_FETCH_LIMITS.maxBytes / 1024} KiB`;
-  }
 }

@@ -26,8 +26,12 @@ th{font-size:.85rem;color:var(--muted);font-weight:600}
 label{display:block;font-weight:600;margin:.75rem 0 .25rem}
 input[type=text],input[type=email],input[type=url],textarea{width:100%;max-width:32rem;padding:.55rem;border:1px solid var(--line);border-radius:6px;font:inherit;color:var(--fg);background:var(--surface)}
 button,.button{display:inline-block;padding:.5rem .9rem;border-radius:6px;border:1px solid var(--accent);background:var(--accent);color:var(--on-accent);font:inherit;cursor:pointer;text-decoration:none}
-button.secondary{background:var(--surface);color:var(--accent)}
-button.danger{background:var(--bad);border-color:var(--bad)}
+button.secondary,.button.secondary{background:var(--surface);color:var(--accent)}
+button.danger,.button.danger{background:var(--bad);border-color:var(--bad);color:var(--on-accent)}
+td.actions{white-space:nowrap}
+td.actions .button{padding:.2rem .6rem;font-size:.9rem}
+details{margin:1rem 0}
+summary{cursor:pointer;color:var(--muted);font-weight:600}
 :focus-visible{outline:3px solid #f5a524;outline-offset:2px}
 .muted{color:var(--muted)}
 .error{color:var(--bad);font-weight:600}
@@ -40,7 +44,7 @@ code{font-family:ui-monospace,monospace;background:var(--code);padding:.1rem .3r
 ul.directory,ul.plain{list-style:none;padding:0}
 ul.plain li{padding:.25rem 0}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
-@media (max-width:600px){th.optional,td.optional{display:none}}
+@media (max-width:600px){th.optional,td.optional{display:none}td.actions{white-space:normal}}
 `;
 
 /** Progressive enhancement only: copy buttons, and the sign-in link's fragment into its form. */

@@ -1,9 +1,11 @@
+import type { KeyObject } from "node:crypto";
 import { readHeader, readTextBody } from "@agentpass/http";
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
-import type { IdentityContext } from "../../context.ts";
+import type { Needs } from "../../context.ts";
 import { resolveWebSession, SESSION_MAX_MS, type WebSession } from "../../domain/web-sessions.ts";
 import { randomSecret, sameHash, sha256 } from "../../infra/crypto.ts";
+import { createFlashCookies, type Flash, type FlashReader } from "./flash.ts";
 
 /** What a dashboard page handler gets beside the Hono context. */
 export interface WebRequest {
@@ -14,6 +16,8 @@ export interface WebRequest {
   csrf: string;
   /** The checked form fields of a POST; empty on GET. */
   form: URLSearchParams;
+  /** On GET, what the form post that led here left for this page (`seeOther`), shown once. */
+  flash: Flash | null;
 }
 
 export interface SignedInRequest extends WebRequest {
@@ -32,8 +36,15 @@ const BROWSER_COOKIE_MAX_AGE_S = 400 * 24 * 60 * 60;
  *
  * Cookies are `__Host-` prefixed and Secure when the public URL is https, HttpOnly and
  * SameSite=Lax always. Over plain http (localhost in development) the prefix is impossible.
+ *
+ * A form post that succeeds answers `seeOther`: 303 to a page, with what that page should say
+ * once (a new key, a notice) in a flash cookie sealed under `flashKey` (`flash.ts`). Reloading
+ * the page then repeats no post, and shows no secret again.
  */
-export function createWebGuard(ctx: IdentityContext, options: { secure: boolean }) {
+export function createWebGuard(
+  ctx: Needs<"web" | "clock">,
+  options: { secure: boolean; flashKey: KeyObject },
+) {
   const prefix = options.secure ? "__Host-" : "";
   const names = { session: `${prefix}agentpass_session`, browser: `${prefix}agentpass_browser` };
   const cookieOptions = {
@@ -42,6 +53,11 @@ export function createWebGuard(ctx: IdentityContext, options: { secure: boolean 
     secure: options.secure,
     sameSite: "Lax",
   } as const;
+  const flashes = createFlashCookies({
+    key: options.flashKey,
+    secure: options.secure,
+    clock: ctx.clock,
+  });
 
   function setSecurityHeaders(c: Context): void {
     c.header(
@@ -79,6 +95,7 @@ export function createWebGuard(ctx: IdentityContext, options: { secure: boolean 
     const csrf = sha256(`csrf:${browserId}`);
     const session = await resolveWebSession(ctx, getCookie(c, names.session));
     let form = new URLSearchParams();
+    const flash = c.req.method === "GET" ? flashes.take(c, { browserId, session }) : null;
     if (c.req.method === "POST") {
       if (isCrossSite(c)) return forbidden(c);
       const text = await readTextBody(c, MAX_FORM_BYTES);
@@ -86,7 +103,7 @@ export function createWebGuard(ctx: IdentityContext, options: { secure: boolean 
       form = new URLSearchParams(text);
       if (!sameHash(form.get("_csrf") ?? "", csrf)) return forbidden(c);
     }
-    return { session, browserId, csrf, form };
+    return { session, browserId, csrf, form, flash };
   }
 
   return {
@@ -108,6 +125,15 @@ export function createWebGuard(ctx: IdentityContext, options: { secure: boolean 
         const next = c.req.method === "GET" ? c.req.path + new URL(c.req.url).search : "/keys";
         return c.redirect(`/sign-in?next=${encodeURIComponent(next)}`, 303);
       };
+    },
+
+    /**
+     * The answer to a form post that did what it asked: 303 to the page at `path`, which shows
+     * `flash` once to `reader` (the browser and the session it will have there).
+     */
+    seeOther(c: Context, reader: FlashReader, path: string, flash?: Flash): Response {
+      if (flash) flashes.leave(c, reader, path, flash);
+      return c.redirect(path, 303);
     },
 
     /** Starts the session cookie of a new sign-in (a new id every time: no fixation). */

@@ -1,6 +1,7 @@
 import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { WebSession } from "../../domain/web-sessions.ts";
+import type { Flash } from "./flash.ts";
 
 type Content = HtmlEscapedString | Promise<HtmlEscapedString> | string;
 
@@ -45,6 +46,14 @@ ${body}
 /** The hidden field every form carries (double-submit CSRF token). */
 export function csrfField(csrf: string) {
   return html`<input type="hidden" name="_csrf" value="${csrf}">`;
+}
+
+/** The notice a form post left for this page, if any: a status, or an alert for a failure. */
+export function flashNotice(flash: Flash | null) {
+  if (flash?.kind !== "notice") return "";
+  return flash.tone === "ok"
+    ? html`<p class="ok" role="status">${flash.text}</p>`
+    : html`<p class="error" role="alert">${flash.text}</p>`;
 }
 
 /** A date for people: UTC, to the minute. */

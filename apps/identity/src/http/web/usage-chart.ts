@@ -1,10 +1,5 @@
+import type { UsageCount } from "../../domain/partner-usage.ts";
 import { html } from "./page.ts";
-
-export interface UsageRow {
-  day: string;
-  outcome: string;
-  count: number;
-}
 
 export const OUTCOME_LABELS: Record<string, string> = {
   success: "Verified",
@@ -12,23 +7,11 @@ export const OUTCOME_LABELS: Record<string, string> = {
   revoked_partner_key: "Revoked partner key",
 };
 
-/** The last `days` UTC days up to `now`, oldest first, as YYYY-MM-DD. */
-export function lastDays(now: number, days: number): string[] {
-  const today = Date.UTC(
-    new Date(now).getUTCFullYear(),
-    new Date(now).getUTCMonth(),
-    new Date(now).getUTCDate(),
-  );
-  return Array.from({ length: days }, (_, i) =>
-    new Date(today - (days - 1 - i) * 86_400_000).toISOString().slice(0, 10),
-  );
-}
-
 /**
  * Verifications per day as an inline SVG of stacked bars (successes below, failures above),
  * with the same figures as a table for screen readers and for copying.
  */
-export function usageChart(rows: UsageRow[], days: string[]) {
+export function usageChart(rows: UsageCount[], days: string[]) {
   if (rows.length === 0) {
     return html`<p class="empty" id="usage-empty">No verifications in the last ${days.length} days yet. Once your API calls <code>POST /api/verify</code> with one of this partner's keys, they show here by day.</p>`;
   }

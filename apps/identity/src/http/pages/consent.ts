@@ -1,0 +1,119 @@
+import { type Context, Hono } from "hono";
+import type { IdentityContext } from "../../context.ts";
+import {
+  type AuthorizationCheck,
+  type AuthorizationRequest,
+  checkAuthorizationRequest,
+  issueAuthorizationCode,
+  type OAuthDeps,
+} from "../../domain/oauth.ts";
+import type { SignedInRequest, WebGuard } from "../web/guard.ts";
+import { csrfField, html, renderPage } from "../web/page.ts";
+
+/**
+ * The OAuth authorization endpoint (RFC 6749 section 4.1, PKCE required): a signed-in person
+ * sees which client asks, for which partner, and approves or denies. The client's name is its
+ * own word and shown as unverified; its redirect address is shown as the fact it is. Refusals
+ * that cannot be trusted to the redirect URI (unknown client, unregistered redirect) are shown
+ * here; the rest go back to the client with `state` and `iss` (RFC 9207).
+ */
+export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuthDeps) {
+  function page(c: Context, web: SignedInRequest, body: ReturnType<typeof html>, status = 200) {
+    return c.html(
+      renderPage({ title: "Allow access?", session: web.session, csrf: web.csrf, body }),
+      status as 200,
+    );
+  }
+
+  function back(c: Context, redirectUri: string, params: Record<string, string | undefined>) {
+    const target = new URL(redirectUri);
+    for (const [name, value] of Object.entries(params)) {
+      if (value !== undefined) target.searchParams.set(name, value);
+    }
+    target.searchParams.set("iss", oauth.issuer);
+    return c.redirect(target.href, 303);
+  }
+
+  async function checked(
+    c: Context,
+    web: SignedInRequest,
+    query: string,
+  ): Promise<AuthorizationRequest | Response> {
+    const check: AuthorizationCheck = await checkAuthorizationRequest(
+      ctx,
+      oauth,
+      new URLSearchParams(query),
+    );
+    if (check.ok) return check.request;
+    if (!check.redirect) {
+      return page(
+        c,
+        web,
+        html`<p class="error" role="alert">This authorization request cannot be answered: ${check.description}.</p>`,
+        400,
+      );
+    }
+    return back(c, check.redirectUri, {
+      error: check.error,
+      error_description: check.description,
+      state: check.state,
+    });
+  }
+
+  function consent(web: SignedInRequest, request: AuthorizationRequest, query: string) {
+    const { client, resource } = request;
+    const redirectHost = new URL(request.redirectUri).host;
+    return html`<div class="card">
+<p><strong>${client.clientName}</strong> <span class="muted">(unverified name${
+      client.kind === "metadata_document"
+        ? html`, published at <code>${client.clientId}</code>`
+        : ""
+    })</span> asks to act as you, <strong>${web.session.email}</strong>${
+      resource
+        ? html` with <strong>${resource.partnerName}</strong> (<code>${resource.url}</code>)`
+        : html` with any AgentPass partner`
+    }.</p>
+<p>If you allow it, ${resource ? resource.partnerName : "each partner it calls"} learns your email address. You can revoke this access at any time on <a href="/keys">your keys</a>.</p>
+<p class="muted">You will be sent back to <code>${redirectHost}</code>.</p>
+<form method="post" action="/oauth/authorize">${csrfField(web.csrf)}
+<input type="hidden" name="request" value="${query}">
+<p><button type="submit" name="decision" value="approve">Allow</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
+</form></div>`;
+  }
+
+  return new Hono()
+    .get(
+      "/oauth/authorize",
+      guard.signedIn(async (c, web) => {
+        const query = new URL(c.req.url).search.slice(1);
+        const request = await checked(c, web, query);
+        if (request instanceof Response) return request;
+        // The consent form's answer redirects to the client: the page's form-action allows
+        // that one origin besides this one (browsers hold a form's redirects to form-action).
+        const origin = new URL(request.redirectUri).origin;
+        c.header(
+          "Content-Security-Policy",
+          `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self' ${origin}; frame-ancestors 'none'; base-uri 'none'`,
+        );
+        return page(c, web, consent(web, request, query));
+      }),
+    )
+    .post(
+      "/oauth/authorize",
+      guard.signedIn(async (c, web) => {
+        const query = (web.form.get("request") ?? "").slice(0, 8192);
+        const request = await checked(c, web, query);
+        if (request instanceof Response) return request;
+        if (web.form.get("decision") !== "approve") {
+          return back(c, request.redirectUri, {
+            error: "access_denied",
+            error_description: "The person denied the request",
+            state: request.state,
+          });
+        }
+        const code = await issueAuthorizationCode(ctx, request, web.session.accountId);
+        return back(c, request.redirectUri, { code, state: request.state });
+      }),
+    );
+}

@@ -1,0 +1,154 @@
+import { type Context, Hono } from "hono";
+import type { IdentityContext } from "../../context.ts";
+import { findOwnedKey, issueKey, renameKey, revokeKey } from "../../domain/credentials.ts";
+import type { KeyKind } from "../../domain/keys.ts";
+import type { KeyRecord } from "../../store/store.ts";
+import { confirmPage } from "../web/confirm-page.ts";
+import { notFoundPage } from "../web/error-page.ts";
+import { notice } from "../web/flash.ts";
+import type { SignedInRequest, WebGuard } from "../web/guard.ts";
+import { csrfField, html, renderPage } from "../web/page.ts";
+
+/** Whose keys a request is about, once the signed-in account may act for them. */
+export interface KeyOwner {
+  /** The account (user keys) or partner (partner keys). */
+  id: string;
+  /** The page that lists the keys, where every action returns. */
+  page: string;
+  /** The path of the keys themselves: `/keys`, `/partners/…/keys`. */
+  keysPath: string;
+}
+
+export interface KeyRoutesOptions {
+  kind: KeyKind;
+  /** The route of the keys, with the owner's parameters: `/keys`, `/partners/:id/keys`. */
+  route: string;
+  ownerOf(c: Context, web: SignedInRequest): Promise<KeyOwner | null>;
+  /** The owner's page, answered 400 with `message`, when a new key's name is refused. */
+  refuseNewKey(c: Context, web: SignedInRequest, message: string): Promise<Response>;
+}
+
+const WORDS = {
+  user: {
+    noun: "key",
+    revokeTitle: "Revoke this key?",
+    revokeButton: "Revoke key",
+    revokeEffect: (key: KeyRecord) =>
+      html`Agents using <strong>${key.name}</strong> (<code>${key.displayPrefix}…</code>) stop working at once, and every session token made with it stops verifying.`,
+  },
+  partner: {
+    noun: "partner key",
+    revokeTitle: "Revoke this partner key?",
+    revokeButton: "Revoke partner key",
+    revokeEffect: (key: KeyRecord) =>
+      html`Verifications with <strong>${key.name}</strong> (<code>${key.displayPrefix}…</code>) get 403 from the next request on.`,
+  },
+} as const;
+
+const INVALID_NAME = "Give the key a name of 1 to 100 characters.";
+
+/**
+ * What can be done to the keys of an account or a partner, the same for both: create (the key
+ * goes to the owner's page in a flash, shown once), rename, and revoke after a confirmation.
+ * Every success answers 303 to the owner's page.
+ */
+export function keyRoutes(ctx: IdentityContext, guard: WebGuard, options: KeyRoutesOptions) {
+  const { kind, route } = options;
+  const words = WORDS[kind];
+  const capitalized = words.noun[0]?.toUpperCase() + words.noun.slice(1);
+
+  /** The owner and the key of the URL, when the signed-in account may act for them. */
+  async function ownedKey(c: Context, web: SignedInRequest) {
+    const owner = await options.ownerOf(c, web);
+    const key = owner && (await findOwnedKey(ctx, kind, owner.id, c.req.param("keyId") ?? ""));
+    return owner && key ? { owner, key } : null;
+  }
+
+  function renamePage(
+    c: Context,
+    web: SignedInRequest,
+    { owner, key }: { owner: KeyOwner; key: KeyRecord },
+    error?: string,
+  ) {
+    return c.html(
+      renderPage({
+        title: `Rename ${words.noun}`,
+        session: web.session,
+        csrf: web.csrf,
+        body: html`<form method="post" action="${owner.keysPath}/${key.id}/rename" class="card">${csrfField(web.csrf)}
+<p>The ${words.noun} <code>${key.displayPrefix}…</code> keeps working under its new name.</p>
+<label for="key-new-name">Name</label>
+<input id="key-new-name" name="name" type="text" required maxlength="100" value="${key.name}" ${error ? html`aria-describedby="name-error" aria-invalid="true"` : ""}>
+${error ? html`<p id="name-error" class="error" role="alert">${error}</p>` : ""}
+<p><button type="submit">Save name</button> <a href="${owner.page}">Cancel</a></p></form>`,
+      }),
+      error ? 400 : 200,
+    );
+  }
+
+  return new Hono()
+    .post(
+      route,
+      guard.signedIn(async (c, web) => {
+        const owner = await options.ownerOf(c, web);
+        if (!owner) return notFoundPage(c, web);
+        const issued = await issueKey(ctx, kind, owner.id, web.form.get("name") ?? "");
+        if (!issued.ok) return options.refuseNewKey(c, web, INVALID_NAME);
+        return guard.seeOther(c, web, owner.page, { kind: "new-key", key: issued.key });
+      }),
+    )
+    .get(
+      `${route}/:keyId/rename`,
+      guard.signedIn(async (c, web) => {
+        const owned = await ownedKey(c, web);
+        return owned ? renamePage(c, web, owned) : notFoundPage(c, web);
+      }),
+    )
+    .post(
+      `${route}/:keyId/rename`,
+      guard.signedIn(async (c, web) => {
+        const owned = await ownedKey(c, web);
+        if (!owned) return notFoundPage(c, web);
+        const { owner, key } = owned;
+        const renamed = await renameKey(ctx, kind, owner.id, key.id, web.form.get("name") ?? "");
+        if (!renamed.ok && renamed.code === "INVALID_NAME") {
+          return renamePage(c, web, owned, INVALID_NAME);
+        }
+        if (!renamed.ok) return notFoundPage(c, web);
+        const text = `${capitalized} ${key.name} is now called ${renamed.name}.`;
+        return guard.seeOther(c, web, owner.page, notice("ok", text));
+      }),
+    )
+    .get(
+      `${route}/:keyId/revoke`,
+      guard.signedIn(async (c, web) => {
+        const owned = await ownedKey(c, web);
+        if (!owned) return notFoundPage(c, web);
+        const { owner, key } = owned;
+        return confirmPage(c, web, {
+          title: words.revokeTitle,
+          text: words.revokeEffect(key),
+          action: `${owner.keysPath}/${key.id}/revoke`,
+          button: words.revokeButton,
+          cancel: owner.page,
+        });
+      }),
+    )
+    .post(
+      `${route}/:keyId/revoke`,
+      guard.signedIn(async (c, web) => {
+        const owned = await ownedKey(c, web);
+        if (!owned) return notFoundPage(c, web);
+        const { owner, key } = owned;
+        const confirmation = `${owner.keysPath}/${key.id}/revoke`;
+        if (web.form.get("confirm") !== "yes") return guard.seeOther(c, web, confirmation);
+        await revokeKey(ctx, kind, key.id);
+        return guard.seeOther(
+          c,
+          web,
+          owner.page,
+          notice("ok", `${capitalized} ${key.name} revoked.`),
+        );
+      }),
+    );
+}

@@ -1,0 +1,59 @@
+import { type Context, Hono } from "hono";
+import type { IdentityContext } from "../../context.ts";
+import { listKeys } from "../../domain/credentials.ts";
+import type { SignedInRequest, WebGuard } from "../web/guard.ts";
+import { keyTable, shownOnce } from "../web/key-table.ts";
+import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
+import { keyRoutes } from "./key-routes.ts";
+
+/** A person's user keys: the list, and creating, renaming and revoking one. */
+export function keyPages(ctx: IdentityContext, guard: WebGuard, publicUrl: string) {
+  async function keysPage(c: Context, web: SignedInRequest, error?: string) {
+    const keys = await listKeys(ctx, "user", web.session.accountId);
+    const created =
+      web.flash?.kind === "new-key"
+        ? shownOnce(
+            web.flash.key,
+            html`<p>Save it with the CLI: run <code>agentpass login --with-key --url ${publicUrl}</code> and paste it, then press Ctrl-D.</p>`,
+          )
+        : "";
+    return c.html(
+      renderPage({
+        title: "Your user keys",
+        session: web.session,
+        csrf: web.csrf,
+        body: html`${flashNotice(web.flash)}${created}
+<p>A user key lets your agent prove who you are. Keep it on your machine; your agent trades it for
+5-minute session tokens with <code>agentpass token</code>.</p>
+${keyTable(keys, "/keys")}
+<h2>New key</h2>
+<form method="post" action="/keys" class="card">${csrfField(web.csrf)}
+<label for="key-name">Name (the machine or agent it is for)</label>
+<input id="key-name" name="name" type="text" required maxlength="100" placeholder="laptop" ${error ? html`aria-describedby="key-name-error" aria-invalid="true"` : ""}>
+${error ? html`<p id="key-name-error" class="error" role="alert">${error}</p>` : ""}
+<p><button type="submit">Create key</button></p></form>
+<p class="muted">Or let the CLI ask for one: run <code>agentpass login --url ${publicUrl}</code> and approve it here.</p>`,
+      }),
+      error ? 400 : 200,
+    );
+  }
+
+  return new Hono()
+    .get(
+      "/keys",
+      guard.signedIn((c, web) => keysPage(c, web)),
+    )
+    .route(
+      "/",
+      keyRoutes(ctx, guard, {
+        kind: "user",
+        route: "/keys",
+        ownerOf: async (_c, web) => ({
+          id: web.session.accountId,
+          page: "/keys",
+          keysPath: "/keys",
+        }),
+        refuseNewKey: (c, web, message) => keysPage(c, web, message),
+      }),
+    );
+}

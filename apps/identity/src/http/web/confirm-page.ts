@@ -1,0 +1,30 @@
+import type { Context } from "hono";
+import type { WebRequest } from "./guard.ts";
+import { csrfField, html, renderPage } from "./page.ts";
+
+/**
+ * The second step of a destructive action, a page of its own (GET): says what happens, then
+ * posts to `action` with `confirm=yes`. A post without it changes nothing.
+ */
+export function confirmPage(
+  c: Context,
+  web: WebRequest,
+  page: {
+    title: string;
+    text: ReturnType<typeof html>;
+    action: string;
+    button: string;
+    cancel: string;
+  },
+) {
+  return c.html(
+    renderPage({
+      title: page.title,
+      session: web.session,
+      csrf: web.csrf,
+      body: html`<div class="card"><p>${page.text}</p>
+<form method="post" action="${page.action}">${csrfField(web.csrf)}<input type="hidden" name="confirm" value="yes">
+<button type="submit" class="danger">${page.button}</button> <a href="${page.cancel}">Cancel</a></form></div>`,
+    }),
+  );
+}

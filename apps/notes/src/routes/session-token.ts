@@ -1,0 +1,36 @@
+import { type EndpointRequest, readBearer } from "@agentpass/http";
+import { SESSION_TOKEN_CHALLENGE, SESSION_TOKEN_HEADER } from "@agentpass/verify";
+
+/** The session token a request carries, if any, and whether it carries two that differ. */
+export type SentToken = { kind: "none" } | { kind: "token"; token: string } | { kind: "conflict" };
+
+const NONE: SentToken = { kind: "none" };
+const CONFLICT: SentToken = { kind: "conflict" };
+
+/**
+ * The session token of a request: in `x-session-token`, or as `Authorization: Bearer` (RFC 6750
+ * section 2.1), or in both with the same value. Two different values are a conflict, never a
+ * choice: which one the agent meant is not ours to guess.
+ */
+export function readSessionToken(request: EndpointRequest): SentToken {
+  const header = request.header(SESSION_TOKEN_HEADER) || undefined;
+  const bearer = readBearer(request.header("authorization"));
+  if (bearer.kind !== "present")
+    return header === undefined ? NONE : { kind: "token", token: header };
+  if (header !== undefined && header !== bearer.value) return CONFLICT;
+  return { kind: "token", token: bearer.value };
+}
+
+/**
+ * The `WWW-Authenticate` value of a refusal: first the RFC 6750 Bearer challenge naming the
+ * resource's metadata (RFC 9728 section 5.1: OAuth clients read it from a Bearer challenge that
+ * comes first), with `error` once a token was sent, then the challenge clients of the
+ * `x-session-token` header have always read.
+ */
+export function challengeOf(
+  resourceMetadataUrl: string,
+  error?: "invalid_token" | "invalid_request",
+): string {
+  const bearer = `Bearer resource_metadata="${resourceMetadataUrl}"`;
+  return `${error ? `${bearer}, error="${error}"` : bearer}, ${SESSION_TOKEN_CHALLENGE}`;
+}

@@ -1,0 +1,134 @@
+import { LOCAL_CODES, NETWORK_ERROR } from "./result.ts";
+
+/**
+ * What an introspection tells a partner (RFC 7662, answered by AgentPass). `ok` only for an
+ * active token; every token AgentPass will not vouch for to you (bad, expired, or bound to
+ * another partner) is `code: "token_inactive"`, and any other failure carries the service's own
+ * `code` or one of `LOCAL_CODES`: switch on `code`, never on `error`, which is for people.
+ *
+ * @example
+ * const result = await introspect(token, { partnerKey });
+ * if (result.ok && result.aud) console.log(`${result.email}, with a token bound to us`);
+ * else if (!result.ok && result.code === "token_inactive") answer401();
+ * else if (!result.ok) answer503(); // network_error, partner_key_*, rate_limited, …
+ */
+export type IntrospectResult =
+  | {
+      ok: true;
+      status: 200;
+      /** The person's verified email, in canonical form. */
+      email: string;
+      /** The person's AgentPass account id. */
+      sub: string;
+      /**
+       * The partner id the token is bound to, which is always yours (a token bound to another
+       * partner is inactive to you); absent for a token any partner may verify.
+       */
+      aud?: string;
+      /** Which client the token was issued to, when AgentPass says. */
+      clientId?: string;
+      /** The AgentPass instance that issued the token. */
+      issuer?: string;
+      issuedAt?: Date;
+      expiresAt?: Date;
+    }
+  | { ok: false; status: number; error: string; code: string };
+
+/** The code of a token AgentPass does not vouch for to the caller (`{"active": false}`). */
+export const TOKEN_INACTIVE = "token_inactive";
+
+const INACTIVE = {
+  ok: false,
+  status: 200,
+  error: "Token is not active",
+  code: TOKEN_INACTIVE,
+} as const;
+
+export interface IntrospectCall {
+  endpoint: string;
+  partnerKey: string;
+  token: string;
+  timeoutMs: number;
+  fetch: typeof fetch;
+}
+
+/**
+ * One `POST /oauth/introspect`, mapped to a result. Never throws: a failure to connect or a
+ * timeout is the network error; an error answer passes its code through, whether AgentPass's
+ * own (`{ error, code }`) or OAuth's (`{ error, error_description }`, `error` being the code).
+ */
+export async function callIntrospect(call: IntrospectCall): Promise<IntrospectResult> {
+  let response: Response;
+  let text: string;
+  try {
+    response = await call.fetch(call.endpoint, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${call.partnerKey}`,
+        "content-type": "application/x-www-form-urlencoded",
+        accept: "application/json",
+      },
+      body: new URLSearchParams({ token: call.token }).toString(),
+      signal: AbortSignal.timeout(call.timeoutMs),
+      redirect: "error",
+    });
+    text = await response.text();
+  } catch {
+    return { ok: false, error: NETWORK_ERROR, status: 0, code: LOCAL_CODES.networkError };
+  }
+  const body = parseJson(text);
+  const status = response.status;
+  if (status === 200 && body?.active === false) return INACTIVE;
+  if (status === 200 && body?.active === true && nonEmpty(body.email) && nonEmpty(body.sub)) {
+    return activeResult(body, body.email, body.sub);
+  }
+  if (status !== 200 && typeof body?.error === "string") return refusalOf(status, body);
+  return {
+    ok: false,
+    error: `Unexpected response from AgentPass (HTTP ${status})`,
+    status,
+    code: LOCAL_CODES.unexpectedResponse,
+  };
+}
+
+function activeResult(body: Record<string, unknown>, email: string, sub: string): IntrospectResult {
+  const result: IntrospectResult = { ok: true, status: 200, email, sub };
+  if (nonEmpty(body.aud)) result.aud = body.aud;
+  if (nonEmpty(body.client_id)) result.clientId = body.client_id;
+  if (nonEmpty(body.iss)) result.issuer = body.iss;
+  const issuedAt = secondsToDate(body.iat);
+  if (issuedAt) result.issuedAt = issuedAt;
+  const expiresAt = secondsToDate(body.exp);
+  if (expiresAt) result.expiresAt = expiresAt;
+  return result;
+}
+
+function refusalOf(status: number, body: Record<string, unknown>): IntrospectResult {
+  const error = body.error as string;
+  if (typeof body.code === "string") return { ok: false, error, status, code: body.code };
+  // An OAuth error answer: `error` is the code, `error_description` the text for people.
+  const description = nonEmpty(body.error_description) ? body.error_description : error;
+  return { ok: false, error: description, status, code: error };
+}
+
+function nonEmpty(value: unknown): value is string {
+  return typeof value === "string" && value !== "";
+}
+
+/** A NumericDate (RFC 7519: seconds since the epoch) as a Date, or null when it is not one. */
+function secondsToDate(value: unknown): Date | null {
+  if (typeof value !== "number" || !Number.isFinite(value)) return null;
+  const date = new Date(value * 1000);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+function parseJson(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
+  }
+}
