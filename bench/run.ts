@@ -187,6 +187,27 @@ try {
         expect: 201,
       },
       {
+        name: "introspect",
+        pid: identity.pid,
+        url: `${identity.url}/oauth/introspect`,
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${partnerKey}`,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: `token=${token}`,
+        expect: 200,
+      },
+      {
+        name: "refresh",
+        pid: identity.pid,
+        url: `${identity.url}/oauth/token`,
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: `grant_type=refresh_token&client_id=agentpass-cli&refresh_token=${userKey}`,
+        expect: 200,
+      },
+      {
         name: PEER,
         pid: oidc.pid,
         url: `${oidc.url}/token/introspection`,

@@ -21,7 +21,9 @@ export function judgeTargets(
   const row = (name: string) => rows.find((candidate) => candidate.name === name);
   const verify = row("verify-valid");
   const identityRows = rows.filter(
-    (candidate) => candidate.name.startsWith("verify") || candidate.name === "mint",
+    (candidate) =>
+      candidate.name.startsWith("verify") ||
+      ["mint", "introspect", "refresh"].includes(candidate.name),
   );
   const peakRss = identityRows.length
     ? Math.max(...identityRows.map((candidate) => candidate.peakRssMb))
@@ -37,6 +39,7 @@ export function judgeTargets(
     atMost(`verify p99 ≤ 5 ms at ${options.connections} connections`, verify?.p99, 5, "ms"),
     atLeast("verify ≥ 4 × oidc-provider", options.verifyOverPeer, 4, 1),
     atLeast("mint ≥ 0.45 × ceiling", row("mint")?.ratio, 0.45, 2),
+    atLeast("introspection ≥ 0.7 × ceiling", row("introspect")?.ratio, 0.7, 2),
     atLeast("notes list-20 ≥ 0.3 × ceiling", row("notes-list-20")?.ratio, 0.3, 2),
     atMost(`search p99 ≤ 50 ms at ${options.connections} connections`, search?.p99, 50, "ms"),
     atMost("search p99 ≤ 50 ms, one at a time", row("notes-search, 1 connection")?.p99, 50, "ms"),

@@ -1,9 +1,10 @@
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createAccount, findAccountByEmail } from "../apps/identity/src/domain/accounts.ts";
 import type { IdentityContext } from "../apps/identity/src/context.ts";
+import { createAccount, findAccountByEmail } from "../apps/identity/src/domain/accounts.ts";
 import { issueKey } from "../apps/identity/src/domain/credentials.ts";
 import { hashKey } from "../apps/identity/src/domain/keys.ts";
+import { addPartnerResource } from "../apps/identity/src/domain/oauth.ts";
 import { createPartner } from "../apps/identity/src/domain/partners.ts";
 
 const OPERATOR_EMAIL = "notes-operator@agentpass.local";
@@ -20,12 +21,18 @@ export async function ensureNotesPartner(
   notesUrl: string,
 ): Promise<string> {
   const keyFile = join(dataDir, KEY_FILE);
+  const partnerId = await findOrCreatePartner(ctx, notesUrl);
+  // Its REST API and its MCP endpoint are its resources (RFC 8707): an OAuth client asking for
+  // either gets tokens bound to it.
+  for (const resource of [notesUrl, `${notesUrl}/mcp`]) {
+    const added = await addPartnerResource(ctx, partnerId, resource);
+    if (!added.ok) throw new Error(`cannot register the notes resource ${resource}: ${added.code}`);
+  }
   const saved = readSavedKey(keyFile);
   if (saved) {
     const stored = await ctx.store.findKeyByHash("partner_keys", hashKey(saved));
-    if (stored && stored.revokedAt === null) return saved;
+    if (stored && stored.revokedAt === null && stored.ownerId === partnerId) return saved;
   }
-  const partnerId = await findOrCreatePartner(ctx, notesUrl);
   const issued = await issueKey(ctx, "partner", partnerId, "npm start");
   if (!issued.ok) throw new Error(`cannot issue the notes API's partner key: ${issued.code}`);
   writeFileSync(keyFile, `${issued.key}\n`, { mode: 0o600 });

@@ -74,6 +74,7 @@ for (const engine of testEngines()) {
       };
       const admin = (...args: string[]) => run(IDENTITY, args, identityEnv, logs);
 
+      await admin("migrate");
       await admin("accounts", "create", "Hygiene@Example.com");
       const userKey = await admin("user-keys", "create", "hygiene@example.com");
       const revokedUser = JSON.parse(
@@ -106,6 +107,7 @@ for (const engine of testEngines()) {
         AGENTPASS_URL: identityUrl,
         AGENTPASS_PARTNER_KEY: notesKey,
       };
+      await run(NOTES, ["migrate"], notesEnv, logs);
       await run(NOTES, ["users", "add", "hygiene@example.com"], notesEnv, logs);
       const notes = serve(NOTES, notesEnv, logs);
       const notesUrl = await notes.url;

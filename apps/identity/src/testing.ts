@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { type AddressInfo, createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServer } from "@agentpass/http";
@@ -6,7 +7,9 @@ import { loadConfig } from "./config.ts";
 import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
 import { issueKey, revokeKey } from "./domain/credentials.ts";
 import { decideDeviceLogin } from "./domain/device-login.ts";
+import { addPartnerResource } from "./domain/oauth.ts";
 import { createPartner } from "./domain/partners.ts";
+import { startWebSession } from "./domain/web-sessions.ts";
 import { openIdentityService } from "./service.ts";
 
 /**
@@ -26,6 +29,8 @@ export async function startTestIdentityService(
     clock?: () => number;
     /** More settings, as environment variables (e.g. MINTS_PER_MINUTE). */
     env?: Record<string, string>;
+    /** The port to listen on (0: any free one), e.g. the port of a PUBLIC_URL chosen first. */
+    port?: number;
   } = {},
 ) {
   const dataDir = mkdtempSync(join(tmpdir(), "agentpass-identity-"));
@@ -38,7 +43,7 @@ export async function startTestIdentityService(
   });
   if (!loaded.ok) throw new Error(loaded.error);
   const service = await openIdentityService(loaded.config, { clock: options.clock });
-  const server = await startServer(service, { port: 0, host: "127.0.0.1" });
+  const server = await startServer(service, { port: options.port ?? 0, host: "127.0.0.1" });
   const { ctx } = service;
 
   async function accountFor(email: string) {
@@ -75,6 +80,15 @@ export async function startTestIdentityService(
       if (!created.ok) throw new Error(created.reason);
       return { id: created.partner.id };
     },
+    /** Registers `url` as a resource of the partner (RFC 8707), as its owner would. */
+    async addPartnerResource(partnerId: string, url: string) {
+      const added = await addPartnerResource(ctx, partnerId, url);
+      if (!added.ok) throw new Error(`cannot add resource: ${added.code}`);
+    },
+    /** A signed-in browser session of `email`: the value of the `agentpass_session` cookie. */
+    async webSession(email: string) {
+      return startWebSession(ctx, (await accountFor(email)).id);
+    },
     async createPartnerKey(partnerId: string, name = "test") {
       return issue("partner", partnerId, name);
     },
@@ -94,6 +108,19 @@ export async function startTestIdentityService(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A loopback port free now, for a service whose public URL must be known before it starts (an
+ * OAuth issuer, a resource server's metadata). Another process could take it meanwhile; on a
+ * test machine that is rare enough.
+ */
+export async function freeLoopbackPort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 export type TestIdentityService = Awaited<ReturnType<typeof startTestIdentityService>>;

@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { createPreparedQuery, openDatabase } from "@agentpass/db";
+import { createPreparedQuery, type OpenedDatabase, openDatabase } from "@agentpass/db";
 import { testEngines } from "@agentpass/db/testing";
 import { loadConfig } from "../src/config.ts";
-import { revokeKey } from "../src/domain/credentials.ts";
+import { issueKey, revokeKey } from "../src/domain/credentials.ts";
 import { hashKey } from "../src/domain/keys.ts";
 import { openIdentityService } from "../src/service.ts";
 import { createReadCaches, shareChecks } from "../src/store/cached-read.ts";
 import type { IdentityDatabase } from "../src/store/schema.ts";
-import { keyChangeCheck } from "../src/store/store.ts";
+import { createStore, keyChangeCheck } from "../src/store/store.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 /** A check the test finishes by hand, counting how many runs started. */
@@ -220,6 +220,117 @@ for (const engine of testEngines()) {
         await database.close();
         await identity.close();
       }
+    });
+  });
+}
+
+/**
+ * `database` as another instance opens it, except that its prepared reads whose SQL contains
+ * `match` are counted: how often that instance read them from the database, not its cache.
+ */
+function countReads(database: OpenedDatabase<IdentityDatabase>, match: string) {
+  const counted = { reads: 0, database };
+  const { pool, sqlite } = database;
+  if (pool) {
+    const query = (config: { text: string }, values?: unknown[]) => {
+      if (config.text.includes(match)) counted.reads++;
+      return pool.query(config as never, values);
+    };
+    counted.database = { ...database, pool: { query } as unknown as typeof pool };
+  }
+  if (sqlite) {
+    const prepare = (text: string) => {
+      const statement = sqlite.prepare(text);
+      if (!text.includes(match)) return statement;
+      return {
+        setReturnArrays: (arrays: boolean) => statement.setReturnArrays(arrays),
+        columns: () => statement.columns(),
+        get: (...params: never[]) => {
+          counted.reads++;
+          return statement.get(...params);
+        },
+      };
+    };
+    counted.database = { ...database, sqlite: { prepare } as unknown as typeof sqlite };
+  }
+  return counted;
+}
+
+for (const engine of testEngines()) {
+  describe(`a key change drops that key's cached reads only (${engine})`, () => {
+    let identity: TestIdentity;
+    let database: OpenedDatabase<IdentityDatabase>;
+    before(async () => {
+      identity = await openTestIdentity(engine);
+      // Another instance on the same database: its own connections, store and caches.
+      database = openDatabase<IdentityDatabase>({
+        databaseUrl: identity.database.databaseUrl,
+        dataDir: identity.database.dataDir,
+        fileName: "identity.sqlite",
+      });
+    });
+    after(async () => {
+      await database.close();
+      await identity.close();
+    });
+
+    /** The other instance, its partner-key reads counted, and one verify's read of `key`. */
+    function otherInstance() {
+      const counted = countReads(database, "FROM partner_keys WHERE secret_hash");
+      const store = createStore(counted.database);
+      const readPartnerKey = async (key: string) => {
+        await store.beginHotRead();
+        return store.findKeyByHash("partner_keys", hashKey(key));
+      };
+      return { counted, readPartnerKey };
+    }
+
+    it("keeps a partner key cached through 200 writes of other keys, and sees its revocation by another instance on the next request", async () => {
+      const { counted, readPartnerKey } = otherInstance();
+      const partner = await identity.partner();
+      const account = await identity.account();
+      assert.equal((await readPartnerKey(partner.key))?.revokedAt, null);
+      assert.equal(counted.reads, 1);
+      for (let write = 0; write < 200; write += 2) {
+        // Another partner's key and a user key, made and revoked by the first instance.
+        const kind = write % 4 === 0 ? "partner" : "user";
+        const issued = await issueKey(
+          identity.ctx,
+          kind,
+          kind === "partner" ? partner.id : account.id,
+          "other",
+        );
+        assert.ok(issued.ok);
+        assert.equal((await readPartnerKey(partner.key))?.revokedAt, null);
+        assert.deepEqual(await revokeKey(identity.ctx, kind, issued.record.id), { ok: true });
+        assert.equal((await readPartnerKey(partner.key))?.revokedAt, null);
+      }
+      assert.equal(counted.reads, 1, "no write of another key dropped the cached partner key");
+
+      assert.deepEqual(await revokeKey(identity.ctx, "partner", partner.keyId), { ok: true });
+      assert.notEqual((await readPartnerKey(partner.key))?.revokedAt, null, "the next request");
+      assert.equal(counted.reads, 2);
+    });
+
+    it("empties its caches when the change log was pruned past what it saw", async () => {
+      const { counted, readPartnerKey } = otherInstance();
+      const partner = await identity.partner();
+      await readPartnerKey(partner.key);
+      await readPartnerKey(partner.key);
+      assert.equal(counted.reads, 1);
+      const { value: seen } = await identity.ctx.store.db
+        .selectFrom("key_epoch")
+        .select("value")
+        .executeTakeFirstOrThrow();
+      const account = await identity.account();
+      for (let i = 0; i < 3; i++) await issueKey(identity.ctx, "user", account.id, "other");
+      // The purge drops changes older than the instance's position: it cannot know what changed.
+      await identity.ctx.store.db
+        .deleteFrom("key_changes")
+        .where("epoch", "<=", seen + 2)
+        .execute();
+      assert.equal((await readPartnerKey(partner.key))?.revokedAt, null);
+      assert.equal(counted.reads, 2, "read again");
     });
   });
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { connect, createServer as createNetServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, type Engine, testEngines } from "@agentpass/db/testing";
 import { startServer } from "@agentpass/http";
@@ -14,21 +15,13 @@ import { addPartnerResource } from "../src/domain/oauth.ts";
 import { createPartner } from "../src/domain/partners.ts";
 import { startWebSession } from "../src/domain/web-sessions.ts";
 import { openIdentityService } from "../src/service.ts";
+import { freeLoopbackPort } from "../src/testing.ts";
 import { webClient } from "./support/web-client.ts";
-
-/** A free loopback port: the issuer must be known before the service starts. */
-async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** AgentPass on a real port whose PUBLIC_URL is that port: a stock client needs only the URL. */
 async function startIssuer(engine: Engine) {
   const database = await createTestDatabase(engine);
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const issuer = `http://127.0.0.1:${port}`;
   const loaded = loadConfig({
     DATA_DIR: database.dataDir,
@@ -484,6 +477,85 @@ for (const engine of testEngines()) {
       } finally {
         await browser.close();
       }
+    });
+
+    it("takes a client whose id is the URL of its metadata document, shown as unverified", async () => {
+      const redirectUri = "http://127.0.0.1:9/cimd-callback";
+      let fetched = 0;
+      const documents = createHttpServer((request, response) => {
+        fetched++;
+        const clientId = `http://127.0.0.1:${(documents.address() as { port: number }).port}/client.json`;
+        response.setHeader("content-type", "application/json");
+        response.end(
+          JSON.stringify({
+            client_id: request.url === "/client.json" ? clientId : "https://someone-else.example/",
+            client_name: "Metadata agent",
+            redirect_uris: [redirectUri],
+            token_endpoint_auth_method: "none",
+          }),
+        );
+      });
+      await new Promise<void>((resolve) => documents.listen(0, "127.0.0.1", resolve));
+      try {
+        const { port } = documents.address() as { port: number };
+        const clientId = `http://127.0.0.1:${port}/client.json`;
+        const discovered = await client.discovery(
+          new URL(as.issuer),
+          clientId,
+          undefined,
+          client.None(),
+          insecure,
+        );
+        const verifier = client.randomPKCECodeVerifier();
+        const url = client.buildAuthorizationUrl(discovered, {
+          redirect_uri: redirectUri,
+          code_challenge: await client.calculatePKCECodeChallenge(verifier),
+          code_challenge_method: "S256",
+        });
+        const { browser, account } = await as.browser();
+        const page = await (await browser.get(url.pathname + url.search)).text();
+        assert.match(page, /Metadata agent/);
+        assert.match(page, /unverified name, published at/);
+        const query =
+          /name="request" value="([^"]+)"/.exec(page)?.[1]?.replaceAll("&amp;", "&") ?? "";
+        const approved = await browser.post("/oauth/authorize", {
+          request: query,
+          decision: "approve",
+        });
+        const tokens = await client.authorizationCodeGrant(
+          discovered,
+          new URL(approved.headers.get("location") ?? ""),
+          { pkceCodeVerifier: verifier, expectedState: client.skipStateCheck },
+        );
+        assert.match(tokens.refresh_token ?? "", /^apu_/);
+        const partner = await as.partner();
+        assert.deepEqual(await as.verify(partner.key, tokens.access_token), {
+          status: 200,
+          body: { email: account.email },
+        });
+        assert.equal(fetched, 1, "the document is fetched once, then cached");
+        // A document that names another client id is not that client.
+        const wrong = await browser.get(
+          `/oauth/authorize?${new URLSearchParams({ client_id: `http://127.0.0.1:${port}/other.json`, redirect_uri: redirectUri, response_type: "code" })}`,
+        );
+        assert.equal(wrong.status, 400);
+      } finally {
+        await new Promise((resolve) => documents.close(resolve));
+      }
+    });
+
+    it("answers browser-based clients' preflights on the token endpoint, and none on introspection", async () => {
+      const token = await fetch(`${as.issuer}/oauth/token`, {
+        method: "OPTIONS",
+        headers: { origin: "https://app.example", "access-control-request-method": "POST" },
+      });
+      assert.equal(token.status, 204);
+      assert.equal(token.headers.get("access-control-allow-origin"), "*");
+      const introspect = await fetch(`${as.issuer}/oauth/introspect`, {
+        method: "OPTIONS",
+        headers: { origin: "https://app.example", "access-control-request-method": "POST" },
+      });
+      assert.equal(introspect.headers.get("access-control-allow-origin"), null);
     });
 
     it("sends refusals back to the client, and never to an unregistered redirect URI", async () => {

@@ -10,4 +10,6 @@ export interface NotesContext {
   clock: () => number;
   /** Addresses AgentPass vouched for, in canonical form (false: none), bounded. */
   canonicalEmails: LRUCache<string, string | false>;
+  /** Logs why an answer was 503 `Identity service unavailable` (`unavailable-log.ts`). */
+  reportUnavailable: (reason: string) => void;
 }

@@ -14,6 +14,7 @@ import type { NotesContext } from "./context.ts";
 import { notesMigrations } from "./store/migrations.ts";
 import type { NotesDatabase } from "./store/schema.ts";
 import { createNotesStore } from "./store/store.ts";
+import { createUnavailableLog } from "./unavailable-log.ts";
 
 /**
  * Successful verifications are reused this long at most (and never past the token's expiry):
@@ -94,6 +95,7 @@ export async function openNotesService(
       store: createNotesStore(database, config.limits),
       clock,
       canonicalEmails: new LRUCache({ max: 10_000 }),
+      reportUnavailable: createUnavailableLog(logger, Date.now),
       verifier:
         options.verifier ??
         (config.partnerKey

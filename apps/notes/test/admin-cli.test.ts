@@ -12,29 +12,12 @@ const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
 for (const engine of testEngines()) {
   describe(`agentpass-notes users (${engine})`, () => {
     let database: TestDatabase;
-    const cli = (...args: string[]) =>
-      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(
-          process.execPath,
-          [BIN, ...args],
-          {
-            env: {
-              PATH: process.env.PATH,
-              DATA_DIR: database.dataDir,
-              DATABASE_URL: database.databaseUrl ?? "",
-            },
-          },
-          (error, stdout, stderr) =>
-            resolve({
-              code: error ? (typeof error.code === "number" ? error.code : 1) : 0,
-              stdout,
-              stderr,
-            }),
-        );
-      });
+    const cli = (...args: string[]) => runCli(database, args);
 
     before(async () => {
       database = await createTestDatabase(engine);
+      const migrated = await cli("migrate");
+      assert.equal(migrated.code, 0, migrated.stderr);
     });
     after(() => database.drop());
 
@@ -117,5 +100,57 @@ for (const engine of testEngines()) {
       assert.equal(verbs.code, 0);
       assert.match(verbs.stdout, /users add <email>\n.*users list/);
     });
+  });
+
+  describe(`agentpass-notes migrate (${engine})`, () => {
+    let database: TestDatabase;
+    const cli = (...args: string[]) => runCli(database, args);
+    before(async () => {
+      database = await createTestDatabase(engine);
+    });
+    after(() => database.drop());
+
+    it("users refuses a database that lacks migrations, changing nothing; migrate migrates it", async () => {
+      const refused = await cli("users", "add", "early@example.com");
+      assert.equal(refused.code, 1);
+      assert.match(
+        refused.stderr,
+        /^agentpass-notes: The database schema is behind this release \(missing migrations 0001_notes, .*\): run `agentpass-notes migrate` first\n$/,
+      );
+      const opened = openDatabase({ ...database, fileName: "notes.sqlite" });
+      try {
+        assert.deepEqual(await opened.db.introspection.getTables(), []);
+      } finally {
+        await opened.close();
+      }
+      const migrated = await cli("migrate");
+      assert.equal(migrated.code, 0, migrated.stderr);
+      assert.match(migrated.stdout, /^Applied 0001_notes, 0002_note_count, .*\n$/);
+      assert.equal((await cli("users", "add", "early@example.com")).code, 0);
+      assert.equal((await cli("migrate")).stdout, "The database schema is up to date\n");
+    });
+  });
+}
+
+/** Runs the notes admin CLI, another process, against `database`. */
+function runCli(database: TestDatabase, args: string[]) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      {
+        env: {
+          PATH: process.env.PATH,
+          DATA_DIR: database.dataDir,
+          DATABASE_URL: database.databaseUrl ?? "",
+        },
+      },
+      (error, stdout, stderr) =>
+        resolve({
+          code: error ? (typeof error.code === "number" ? error.code : 1) : 0,
+          stdout,
+          stderr,
+        }),
+    );
   });
 }

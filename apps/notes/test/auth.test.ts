@@ -5,20 +5,10 @@ import { fileURLToPath } from "node:url";
 import { testEngines } from "@agentpass/db/testing";
 import { ERRORS } from "../src/errors.ts";
 import { VERIFY_CACHE_MS } from "../src/service.ts";
+import { AUTHENTICATED_ENDPOINTS } from "./support/endpoints.ts";
 import { openTestNotes, type TestNotes } from "./support/harness.ts";
 
-const ENDPOINTS: [string, string][] = [
-  ["GET", "/api/notes"],
-  ["POST", "/api/notes"],
-  ["GET", `/api/notes/${crypto.randomUUID()}`],
-  ["PATCH", `/api/notes/${crypto.randomUUID()}`],
-  ["DELETE", `/api/notes/${crypto.randomUUID()}`],
-  ["GET", "/api/tags"],
-  ["POST", "/api/tags"],
-  ["PATCH", `/api/tags/${crypto.randomUUID()}`],
-  ["DELETE", `/api/tags/${crypto.randomUUID()}`],
-  ["GET", "/api/notes/not-a-uuid"],
-];
+const ENDPOINTS = AUTHENTICATED_ENDPOINTS;
 
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
 

@@ -31,6 +31,7 @@ for (const engine of testEngines()) {
         HOST: "127.0.0.1",
         LOG_LEVEL: "info",
       };
+      execFileSync(process.execPath, [BIN, "migrate"], { env });
       execFileSync(process.execPath, [BIN, "users", "add", EMAIL], { env });
     });
     after(async () => {

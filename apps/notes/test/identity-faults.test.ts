@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startTestIdentityService, type TestIdentityService } from "@agentpass/identity/testing";
+import pino from "pino";
 import { loadNotesConfig } from "../src/config.ts";
 import { type NotesService, openNotesService } from "../src/service.ts";
 
@@ -66,6 +67,8 @@ describe("notes API when the identity service fails", () => {
   let notes: NotesService;
   let dataDir: string;
   const email = "faults@example.com";
+  /** What the notes API logged, one parsed JSON line each. */
+  const logged: { level: number; msg: string; reason?: string }[] = [];
 
   before(async () => {
     identity = await startTestIdentityService();
@@ -81,7 +84,11 @@ describe("notes API when the identity service fails", () => {
       LOG_LEVEL: "silent",
     });
     if (!loaded.ok) throw new Error(loaded.error);
-    notes = await openNotesService(loaded.config);
+    const logger = pino(
+      { level: "warn" },
+      { write: (line: string) => logged.push(JSON.parse(line)) },
+    );
+    notes = await openNotesService(loaded.config, { logger });
     await notes.ctx.store.addUser(email, Date.now());
   });
   after(async () => {
@@ -115,6 +122,7 @@ describe("notes API when the identity service fails", () => {
     it(`answers 503 within its timeout + 0.5 s when AgentPass ${fault === "slow" ? "answers after 3 s" : `${fault}s`}, and recovers`, async () => {
       assert.equal((await callWithFreshToken()).status, 200, "healthy before");
       await proxy.set(fault);
+      const linesBefore = logged.length;
       for (let i = 0; i < 3; i++) {
         const failed = await callWithFreshToken();
         assert.equal(failed.status, 503, "never fail-open, never a 401");
@@ -124,6 +132,12 @@ describe("notes API when the identity service fails", () => {
         });
         assert.equal(failed.response.headers.get("retry-after"), "5");
         assert.ok(failed.ms < TIMEOUT_MS + 500, `answered after ${Math.round(failed.ms)} ms`);
+      }
+      // The operator learns why, once per reason every 10 s (the first fault logs it).
+      const why = logged.slice(linesBefore).filter((line) => line.msg.startsWith("answered 503"));
+      if (fault === "refuse") {
+        assert.equal(why.length, 1, JSON.stringify(logged.slice(linesBefore)));
+        assert.equal(why[0]?.reason, "network_error");
       }
       await proxy.set("none");
       const healedAt = performance.now();

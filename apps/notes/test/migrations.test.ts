@@ -4,6 +4,9 @@ import { describe, it } from "node:test";
 import { migrateToLatest, openDatabase } from "@agentpass/db";
 import { createTestDatabase, testEngines } from "@agentpass/db/testing";
 import { sql } from "kysely";
+import pino from "pino";
+import { loadNotesConfig } from "../src/config.ts";
+import { openNotesService } from "../src/service.ts";
 import { notesMigrations } from "../src/store/migrations.ts";
 import { nextNoteSeq } from "../src/store/notes.ts";
 import type { NotesDatabase } from "../src/store/schema.ts";
@@ -247,6 +250,61 @@ for (const engine of testEngines()) {
         assert.deepEqual(
           found.notes.map((note) => note.title),
           ["written after 0008"],
+        );
+      } finally {
+        await database.close();
+        await test.drop();
+      }
+    });
+  });
+}
+
+for (const engine of testEngines()) {
+  describe(`notes schema across releases (${engine})`, () => {
+    it("starts beside a database a newer release migrated, saying so once; with MIGRATE_ON_START=false refuses one that lacks a migration", async () => {
+      const test = await createTestDatabase(engine);
+      const all = notesMigrations(engine);
+      const last = Object.keys(all).sort().at(-1) as string;
+      const database = openDatabase<NotesDatabase>({ ...test, fileName: "notes.sqlite" });
+      const start = async (env: Record<string, string>) => {
+        const loaded = loadNotesConfig({
+          DATA_DIR: test.dataDir,
+          DATABASE_URL: test.databaseUrl,
+          AGENTPASS_PARTNER_KEY: "apk_unused",
+          ...env,
+        });
+        if (!loaded.ok) throw new Error(loaded.error);
+        const warnings: { migrations?: string[] }[] = [];
+        const logger = pino(
+          { level: "warn" },
+          { write: (line: string) => warnings.push(JSON.parse(line)) },
+        );
+        const service = await openNotesService(loaded.config, { logger });
+        await service.close();
+        return warnings;
+      };
+      try {
+        await database.migrate(
+          "notes",
+          Object.fromEntries(Object.entries(all).filter(([name]) => name !== last)),
+        );
+        await assert.rejects(
+          start({ MIGRATE_ON_START: "false" }),
+          new RegExp(`missing migration ${last}\\): run \`agentpass-notes migrate\` first$`),
+        );
+        assert.deepEqual(await start({}), []);
+        await database.migrate("notes", {
+          ...all,
+          "0099_next_release": {
+            async up(db) {
+              await sql`ALTER TABLE notes ADD COLUMN pinned integer NOT NULL DEFAULT 0`.execute(db);
+            },
+          },
+        });
+        const warnings = await start({ MIGRATE_ON_START: "false" });
+        assert.deepEqual(
+          warnings.map((line) => line.migrations),
+          [["0099_next_release"]],
         );
       } finally {
         await database.close();

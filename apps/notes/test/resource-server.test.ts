@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
+import { AUTHENTICATED_ENDPOINTS } from "./support/endpoints.ts";
 import { openTestNotes, type TestNotes } from "./support/harness.ts";
 
 const PUBLIC_URL = "https://notes.example";
@@ -14,17 +15,7 @@ function challenge(metadata: string, error?: string): string {
   return `${error ? `${bearer}, error="${error}"` : bearer}, ${LEGACY}`;
 }
 
-const ENDPOINTS: [string, string][] = [
-  ["GET", "/api/notes"],
-  ["POST", "/api/notes"],
-  ["GET", `/api/notes/${crypto.randomUUID()}`],
-  ["PATCH", `/api/notes/${crypto.randomUUID()}`],
-  ["DELETE", `/api/notes/${crypto.randomUUID()}`],
-  ["GET", "/api/tags"],
-  ["POST", "/api/tags"],
-  ["PATCH", `/api/tags/${crypto.randomUUID()}`],
-  ["DELETE", `/api/tags/${crypto.randomUUID()}`],
-];
+const ENDPOINTS = AUTHENTICATED_ENDPOINTS;
 
 for (const engine of testEngines()) {
   describe(`notes API as an OAuth resource server (${engine})`, () => {

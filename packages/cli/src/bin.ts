@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import * as commands from "./commands.ts";
 import { CliError, EXIT } from "./exit-codes.ts";
+import type { TokenTarget } from "./mint.ts";
 import { openProfiles } from "./profiles.ts";
 
 const VERSION = "0.1.0";
@@ -16,7 +17,7 @@ Commands:
   login     log in through the browser, or save a user key with --with-key
   token     print a session token for the x-session-token header
   status    show the server, your key's prefix, and whether it works
-  logout    forget the saved key and tokens
+  logout    revoke the saved key and forget it and the tokens
 
 Options for every command:
   --url <url>   AgentPass server (default: $AGENTPASS_URL or ${DEFAULT_URL})
@@ -27,27 +28,34 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not logged in, 4 key rejected, 5 server un
   login: `agentpass login [--with-key] [--no-browser] [--url <url>]
 
 Without --with-key: shows a code and a URL and opens your browser; sign in there and approve,
-and a new user key for this machine is saved (RFC 8628 device login).
+and a new user key for this machine is saved (the OAuth device flow of RFC 8628, client
+agentpass-cli).
   --no-browser  only print the URL, do not try to open a browser
 With --with-key: saves a user key (apu_…) you already have, read from stdin, or asked for on
-the terminal (hidden):
+the terminal (hidden), once a test mint says it works:
   agentpass login --with-key < key.txt
-Either way the key is checked with a test mint before it is saved, and it is never accepted as
-an argument, so it never shows in process lists.`,
-  token: `agentpass token [--fresh] [--audience <partner id>] [--json] [--url <url>]
+The key is never accepted as an argument, so it never shows in process lists. A key already
+saved for the server is named before the login starts, and revoked on the server once the new
+key is saved (run agentpass logout --local first to keep it working).`,
+  token: `agentpass token [--fresh] [--audience <partner id> | --resource <url>] [--json] [--url <url>]
 
 Prints a session token alone on stdout:
   curl -H "x-session-token: $(agentpass token)" https://partner.example/api/…
-Reuses a cached token while it has more than 60 s left, else mints a new one.
+Reuses a cached token while it has more than 60 s left, else mints a new one (OAuth refresh
+grant: the user key is the refresh token).
   --fresh       always mint a new token
-  --audience    mint a token only that partner can verify
+  --audience    mint a token only that partner can verify (by partner id)
+  --resource    mint a token only the partner that registered this URL can verify (RFC 8707)
   --json        print { "sessionToken", "expiresAt" }`,
   status: `agentpass status [--url <url>]
 
 Shows the server, your key's prefix, and mints a token to check that the key works.`,
-  logout: `agentpass logout [--url <url>]
+  logout: `agentpass logout [--local] [--url <url>]
 
-Deletes the saved key and cached tokens for the server.`,
+Revokes the saved key on the server (RFC 7009): it and every token made from it stop working.
+Then deletes the saved key and cached tokens for the server, even when the server cannot be
+reached (exit 5: the key is still live; revoke it in the dashboard, at <url>/keys).
+  --local       only delete them here: the key keeps working until you revoke it`,
 };
 
 const options = {
@@ -56,6 +64,8 @@ const options = {
   "no-browser": { type: "boolean" },
   fresh: { type: "boolean" },
   audience: { type: "string" },
+  resource: { type: "string" },
+  local: { type: "boolean" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
@@ -100,13 +110,21 @@ async function main(argv: string[]): Promise<void> {
       return commands.token(ctx, {
         fresh: values.fresh ?? false,
         json: values.json ?? false,
-        audience: values.audience,
+        target: tokenTarget(values.audience, values.resource),
       });
     case "status":
       return commands.status(ctx);
     case "logout":
-      return commands.logout(ctx);
+      return commands.logout(ctx, { local: values.local ?? false });
   }
+}
+
+function tokenTarget(audience: string | undefined, resource: string | undefined): TokenTarget {
+  if (audience !== undefined && resource !== undefined) {
+    throw new CliError(EXIT.USAGE, "Give --audience or --resource, not both");
+  }
+  if (audience !== undefined) return { audience };
+  return resource === undefined ? null : { resource };
 }
 
 function serverUrl(value: string): string {

@@ -1,58 +1,65 @@
 import { spawn } from "node:child_process";
 import { hostname } from "node:os";
 import { CliError, EXIT } from "./exit-codes.ts";
+import { type MintedToken, sessionTokenOf, unreachable } from "./mint.ts";
+import { CLIENT_ID, postToService, reasonOf, retryWait } from "./service-request.ts";
+import { printable } from "./terminal-text.ts";
 
-const TIMEOUT_MS = 10_000;
-
-interface DeviceCode {
-  device_code: string;
-  user_code: string;
-  verification_uri: string;
-  verification_uri_complete: string;
-  expires_in: number;
-  interval: number;
-}
+const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
 
 export interface DeviceLoginOptions {
   url: string;
   /** Where the instructions go (stderr: stdout stays clean for scripts). */
   tell: (line: string) => void;
   openBrowser: boolean;
+  now: () => number;
 }
 
 /**
- * `agentpass login` through the browser (RFC 8628): shows a code and a URL, opens the browser
- * when it can, and polls until the person approves, denies, or the code expires. Resolves to
- * the new user key, created for this device and named after it.
+ * `agentpass login` through the browser: the OAuth device authorization grant (RFC 8628) of the
+ * pre-registered client `agentpass-cli`. Shows a code and a URL, opens the browser when it can,
+ * and polls the token endpoint until the person approves, denies, or the code expires. Resolves
+ * to the new user key (the refresh token, created for this device and named after it) and the
+ * first session token (the access token).
  */
-export async function loginWithBrowser(options: DeviceLoginOptions): Promise<string> {
-  const started = (await post(options.url, "/api/device/code", {
-    client_name: `agentpass on ${hostname()}`.slice(0, 100),
-  })) as { status: number; body: Partial<DeviceCode> };
-  const code = started.body;
-  if (started.status !== 200 || !code.device_code || !code.user_code) {
-    throw new CliError(EXIT.ERROR, `AgentPass could not start a login (HTTP ${started.status})`);
+export async function loginWithBrowser(
+  options: DeviceLoginOptions,
+): Promise<{ userKey: string; token: MintedToken }> {
+  const started = await postToService(options.url, "/oauth/device_authorization", {
+    form: { client_id: CLIENT_ID, client_name: `agentpass on ${hostname()}`.slice(0, 100) },
+  });
+  if (!started) throw unreachable(options.url);
+  const { device_code: deviceCode, user_code: userCode } = started.body;
+  if (started.status === 429) {
+    throw new CliError(
+      EXIT.ERROR,
+      `Too many logins started from this address; try again in ${retryWait(started)} seconds`,
+    );
   }
-  // The server's links reach the terminal and the browser only as URLs of the configured
-  // service itself; any other is replaced by the service's own login page.
-  const page = serviceUrl(options.url, code.verification_uri) ?? `${options.url}/device`;
-  const direct = serviceUrl(options.url, code.verification_uri_complete);
-  options.tell(`To log in, open ${page} and enter the code ${printable(code.user_code)}`);
-  if (direct) options.tell(`(or open ${direct})`);
-  if (options.openBrowser) tryOpen(direct ?? page);
+  if (started.status !== 200 || typeof deviceCode !== "string" || typeof userCode !== "string") {
+    throw new CliError(EXIT.ERROR, `AgentPass could not start a login (${reasonOf(started)})`);
+  }
+  // The server's link reaches the terminal and the browser only as a URL of the configured
+  // service itself; any other is replaced by the service's own login page. No link carries the
+  // code: the person types the code shown here, so no link can approve a login they did not
+  // start.
+  const page = serviceUrl(options.url, started.body.verification_uri) ?? `${options.url}/device`;
+  options.tell(`To log in, open ${page} and enter the code ${printable(userCode, 20)}`);
+  if (options.openBrowser) tryOpen(page);
   options.tell("Waiting for you to approve in the browser…");
 
-  let interval = (code.interval ?? 5) * 1000;
-  const deadline = Date.now() + (code.expires_in ?? 600) * 1000;
-  while (Date.now() < deadline) {
+  let interval = secondsOr(started.body.interval, 5) * 1000;
+  const deadline = options.now() + secondsOr(started.body.expires_in, 600) * 1000;
+  while (options.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, interval));
-    const polled = await post(options.url, "/api/device/token", {
-      grant_type: "urn:ietf:params:oauth:grant-type:device_code",
-      device_code: code.device_code,
+    const polled = await postToService(options.url, "/oauth/token", {
+      form: { grant_type: DEVICE_CODE_GRANT, device_code: deviceCode, client_id: CLIENT_ID },
     });
-    const body = polled.body as { user_key?: unknown; error?: unknown };
-    if (polled.status === 200 && typeof body.user_key === "string") return body.user_key;
-    switch (body.error) {
+    if (!polled) throw unreachable(options.url);
+    const token = sessionTokenOf(polled, options.now);
+    const userKey = polled.body.refresh_token;
+    if (token && typeof userKey === "string") return { userKey, token };
+    switch (polled.body.error) {
       case "authorization_pending":
         continue;
       case "slow_down":
@@ -63,24 +70,15 @@ export async function loginWithBrowser(options: DeviceLoginOptions): Promise<str
       case "expired_token":
         throw new CliError(EXIT.ERROR, "The code expired. Run: agentpass login");
       default:
-        throw new CliError(EXIT.ERROR, `AgentPass refused the login (HTTP ${polled.status})`);
+        throw new CliError(EXIT.ERROR, `AgentPass refused the login (${reasonOf(polled)})`);
     }
   }
   throw new CliError(EXIT.ERROR, "The code expired. Run: agentpass login");
 }
 
-async function post(url: string, path: string, body: unknown) {
-  try {
-    const response = await fetch(`${url}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-    });
-    return { status: response.status, body: (await response.json().catch(() => ({}))) as unknown };
-  } catch {
-    throw new CliError(EXIT.UNREACHABLE, `Cannot reach AgentPass at ${url}`);
-  }
+/** A server's number of seconds, or `fallback` when it is not a usable one. */
+function secondsOr(value: unknown, fallback: number): number {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : fallback;
 }
 
 /**
@@ -122,9 +120,4 @@ function tryOpen(url: string): void {
   } catch {
     // No browser: the URL is on the screen.
   }
-}
-
-/** A server's short string as it may reach a terminal: no control or bidi characters. */
-function printable(text: string): string {
-  return text.replace(/[\p{Cc}\p{Cf}]/gu, "").slice(0, 20);
 }

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { configDir, readJsonFile, writePrivateJsonFile } from "./files.ts";
+import type { TokenTarget } from "./mint.ts";
 
 interface Profile {
   key: string;
@@ -19,7 +20,9 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
   const dir = configDir(env);
   const profiles = () => readJsonFile<Record<string, Profile>>(join(dir, CREDENTIALS), {});
   const tokens = () => readJsonFile<Record<string, CachedToken>>(join(dir, TOKENS), {});
-  const tokenKey = (url: string, audience: string | undefined) => `${url} ${audience ?? ""}`;
+  // "<url> " for any partner, "<url> <partner id>" for an audience, "<url> resource <url>".
+  const tokenKey = (url: string, target: TokenTarget) =>
+    `${url} ${target === null ? "" : "audience" in target ? target.audience : `resource ${target.resource}`}`;
 
   return {
     dir,
@@ -42,11 +45,11 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
       writePrivateJsonFile(dir, TOKENS, withoutUrl(tokens(), url));
       return known;
     },
-    cachedToken(url: string, audience: string | undefined): CachedToken | undefined {
-      return tokens()[tokenKey(url, audience)];
+    cachedToken(url: string, target: TokenTarget): CachedToken | undefined {
+      return tokens()[tokenKey(url, target)];
     },
-    cacheToken(url: string, audience: string | undefined, token: CachedToken): void {
-      writePrivateJsonFile(dir, TOKENS, { ...tokens(), [tokenKey(url, audience)]: token });
+    cacheToken(url: string, target: TokenTarget, token: CachedToken): void {
+      writePrivateJsonFile(dir, TOKENS, { ...tokens(), [tokenKey(url, target)]: token });
     },
   };
 }

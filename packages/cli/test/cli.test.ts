@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
@@ -48,6 +49,26 @@ describe("agentpass CLI against a real identity service", () => {
 
   const login = () => run(["login", "--with-key"], `${userKey.key}\n`);
   const configFile = (name: string) => join(home, ".config", "agentpass", name);
+  const savedKey = (): string | undefined =>
+    JSON.parse(readFileSync(configFile("credentials.json"), "utf8"))[identity.url]?.key;
+  /** The status of the spec's mint with `key`: 201 while it works, 403 once it is revoked. */
+  const mintStatus = async (key: string) =>
+    (
+      await fetch(`${identity.url}/api/session-tokens`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: "{}",
+      })
+    ).status;
+  const verifyStatus = async (sessionToken: string, partnerId: string) => {
+    const partnerKey = await identity.createPartnerKey(partnerId);
+    const response = await fetch(`${identity.url}/api/verify`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${partnerKey.key}` },
+      body: JSON.stringify({ sessionToken }),
+    });
+    return response.status;
+  };
 
   before(async () => {
     identity = await startTestIdentityService();
@@ -109,17 +130,8 @@ describe("agentpass CLI against a real identity service", () => {
     const result = await run(["token", "--json", "--audience", partner.id]);
     const json = JSON.parse(result.stdout);
     assert.deepEqual(Object.keys(json).sort(), ["expiresAt", "sessionToken"]);
-    const verifyWith = async (partnerId: string) => {
-      const key = await identity.createPartnerKey(partnerId);
-      const response = await fetch(`${identity.url}/api/verify`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key.key}` },
-        body: JSON.stringify({ sessionToken: json.sessionToken }),
-      });
-      return response.status;
-    };
-    assert.equal(await verifyWith(partner.id), 200);
-    assert.equal(await verifyWith(other.id), 401);
+    assert.equal(await verifyStatus(json.sessionToken, partner.id), 200);
+    assert.equal(await verifyStatus(json.sessionToken, other.id), 401);
   });
 
   it("exits 3 when not logged in", async () => {
@@ -134,7 +146,10 @@ describe("agentpass CLI against a real identity service", () => {
     await identity.revokeUserKey(userKey.id);
     const result = await run(["token", "--fresh"]);
     assert.equal(result.code, 4);
-    assert.match(result.stderr, /User key has been revoked/);
+    assert.match(
+      result.stderr,
+      /Your user key was rejected \(The refresh token has been revoked\)/,
+    );
     const bad = await run(["login", "--with-key"], "apu_not-a-key\n");
     assert.equal(bad.code, 4);
     assert.match(bad.stderr, /not an AgentPass user key/);
@@ -172,7 +187,7 @@ describe("agentpass CLI against a real identity service", () => {
     assert.match(unreachable.stderr, /Cannot reach AgentPass at http:\/\/127\.0\.0\.1:9/);
   });
 
-  it("shows status and logs out, deleting the key and tokens", async () => {
+  it("shows status and logs out, revoking the key on the server and deleting the files", async () => {
     await login();
     const status = await run(["status"]);
     assert.equal(status.code, 0, status.stderr);
@@ -180,11 +195,140 @@ describe("agentpass CLI against a real identity service", () => {
       status.stdout,
       /Server: http:\/\/127\.0\.0\.1:\d+\nKey: +apu_\w{8}…\nStatus: working/,
     );
+    const partner = await identity.createPartner({ name: "L", ownerEmail: "l@example.com" });
+    const sessionToken = (await run(["token"])).stdout.trim();
+    assert.equal(await verifyStatus(sessionToken, partner.id), 200);
     const logout = await run(["logout"]);
-    assert.equal(logout.code, 0);
+    assert.equal(logout.code, 0, logout.stderr);
+    assert.match(
+      logout.stdout,
+      /Logged out of http:\/\/127\.0\.0\.1:\d+: key apu_\w{8}… is revoked/,
+    );
     assert.doesNotMatch(readFileSync(configFile("credentials.json"), "utf8"), /apu_/);
     assert.doesNotMatch(readFileSync(configFile("tokens.json"), "utf8"), /aps_/);
     assert.equal((await run(["token"])).code, 3);
+    assert.equal(await mintStatus(userKey.key), 403, "the key is revoked on the server");
+    assert.equal(await verifyStatus(sessionToken, partner.id), 401, "and so are its tokens");
+  });
+
+  it("logs out with --local without revoking, and says the key still works", async () => {
+    await login();
+    const logout = await run(["logout", "--local"]);
+    assert.equal(logout.code, 0, logout.stderr);
+    assert.match(
+      logout.stdout,
+      /on this machine only: key apu_\w{8}… still works until you revoke it at http:\/\/127\.0\.0\.1:\d+\/keys/,
+    );
+    assert.doesNotMatch(readFileSync(configFile("credentials.json"), "utf8"), /apu_/);
+    assert.equal(await mintStatus(userKey.key), 201);
+  });
+
+  it("still forgets the key when the server is down, says it is live and where to revoke, exits 5", async () => {
+    const down = "http://127.0.0.1:9";
+    mkdirSync(join(home, ".config", "agentpass"), { recursive: true, mode: 0o700 });
+    writeFileSync(
+      configFile("credentials.json"),
+      JSON.stringify({ [down]: { key: userKey.key, savedAt: new Date().toISOString() } }),
+      { mode: 0o600 },
+    );
+    const logout = await run(["logout", "--url", down]);
+    assert.equal(logout.code, 5);
+    assert.equal(logout.stdout, "");
+    assert.match(
+      logout.stderr,
+      /^agentpass: Forgot the key on this machine, but AgentPass at http:\/\/127\.0\.0\.1:9 cannot be reached: key apu_\w{8}… is still live\. Revoke it at http:\/\/127\.0\.0\.1:9\/keys\n$/,
+    );
+    assert.doesNotMatch(readFileSync(configFile("credentials.json"), "utf8"), /apu_/);
+    assert.equal((await run(["token", "--url", down])).code, 3);
+  });
+
+  it("says a key given again with --with-key is already saved, and revokes nothing", async () => {
+    await login();
+    const again = await login();
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(
+      again.stdout,
+      /^Key apu_\w{8}… is already saved for http:\/\/127\.0\.0\.1:\d+: nothing changed\n$/,
+    );
+    assert.doesNotMatch(again.stderr, /replaces/);
+    assert.equal(savedKey(), userKey.key);
+    assert.equal(await mintStatus(userKey.key), 201);
+  });
+
+  it("replaces a key given with --with-key, naming it first, and revokes it once the new one is saved", async () => {
+    await login();
+    const next = await identity.createUserKey("Agent.Owner@example.com", "second");
+    secrets.push(next.key);
+    const replaced = await run(["login", "--with-key"], `${next.key}\n`);
+    assert.equal(replaced.code, 0, replaced.stderr);
+    const old = userKey.key.slice(0, 12);
+    assert.match(
+      replaced.stderr,
+      new RegExp(`Key ${old}… is saved for .*: the new key replaces it`),
+    );
+    assert.match(
+      replaced.stdout,
+      new RegExp(
+        `^Logged in to .* with key ${next.key.slice(0, 12)}…\nReplaced key ${old}…, now revoked\n$`,
+      ),
+    );
+    assert.equal(savedKey(), next.key);
+    assert.equal(await mintStatus(userKey.key), 403);
+    assert.equal(await mintStatus(next.key), 201);
+  });
+
+  it("binds the token to the partner of a registered --resource, and names an unknown one", async () => {
+    await login();
+    const partner = await identity.createPartner({ name: "R", ownerEmail: "r@example.com" });
+    const other = await identity.createPartner({ name: "S", ownerEmail: "s@example.com" });
+    await identity.service.ctx.oauth.addResource(
+      partner.id,
+      "https://notes.example/api",
+      Date.now(),
+    );
+    const bound = await run(["token", "--resource", "https://notes.example/api"]);
+    assert.equal(bound.code, 0, bound.stderr);
+    assert.equal(await verifyStatus(bound.stdout.trim(), partner.id), 200);
+    assert.equal(await verifyStatus(bound.stdout.trim(), other.id), 401);
+    assert.notEqual(
+      (await run(["token"])).stdout,
+      bound.stdout,
+      "cached apart from unbound tokens",
+    );
+
+    const unknown = await run(["token", "--resource", "https://unknown.example/api"]);
+    assert.equal(unknown.code, 1);
+    assert.equal(unknown.stdout, "");
+    assert.match(
+      unknown.stderr,
+      /^agentpass: No partner is registered for the resource https:\/\/unknown\.example\/api \(Unknown or unauthorized resource\)\n$/,
+    );
+    const both = await run([
+      "token",
+      "--resource",
+      "https://notes.example/api",
+      "--audience",
+      partner.id,
+    ]);
+    assert.equal(both.code, 2);
+  });
+
+  it("counts expiresAt from this machine's clock and the token's expires_in (OAuth refresh grant)", async () => {
+    // A server whose clock is an hour behind: its own expiresAt would already be past here.
+    const skewed = await startTestIdentityService({ clock: () => Date.now() - 3_600_000 });
+    try {
+      const key = await skewed.createUserKey("skewed@example.com");
+      secrets.push(key.key);
+      const env = { AGENTPASS_URL: skewed.url };
+      assert.equal((await run(["login", "--with-key"], `${key.key}\n`, env)).code, 0);
+      const before = Date.now();
+      const minted = await run(["token", "--fresh", "--json"], "", env);
+      assert.equal(minted.code, 0, minted.stderr);
+      const expiresAt = Date.parse(JSON.parse(minted.stdout).expiresAt);
+      assert.ok(expiresAt >= before + 300_000 && expiresAt <= Date.now() + 300_000, minted.stdout);
+    } finally {
+      await skewed.close();
+    }
   });
 
   describe("login through the browser (device login)", () => {
@@ -222,7 +366,7 @@ describe("agentpass CLI against a real identity service", () => {
       return { code: shownOrEnded, exit };
     }
 
-    it("saves a new key named after the machine once the person approves", async () => {
+    it("saves a new key of the OAuth client agentpass-cli once the person approves", async () => {
       const login = startBrowserLogin();
       const userCode = await login.code;
       assert.equal(await identity.decideDeviceLogin(userCode, "Device.Owner@example.com"), true);
@@ -230,8 +374,50 @@ describe("agentpass CLI against a real identity service", () => {
       assert.equal(result.code, 0, result.stderr);
       assert.match(result.stdout, /Logged in to http:\/\/127\.0\.0\.1:\d+ with key apu_/);
       assert.match(result.stderr, /open http:\/\/.*\/device and enter the code/);
-      assert.equal((await run(["token"])).code, 0);
       assert.equal(statSync(configFile("credentials.json")).mode & 0o777, 0o600);
+      const key = savedKey();
+      assert.ok(key);
+      secrets.push(key);
+      // Only the OAuth device grant records its client on the key (the old JSON one did not).
+      const hash = createHash("sha256").update(key).digest("base64url");
+      const record = await identity.service.ctx.store.findKeyByHash("user_keys", hash);
+      assert.equal(record?.clientId, "agentpass-cli");
+      // The access token of the device grant is cached: `token` answers it without a mint.
+      const cached = Object.values(JSON.parse(readFileSync(configFile("tokens.json"), "utf8")));
+      assert.equal(cached.length, 1);
+      assert.equal(
+        (await run(["token"])).stdout.trim(),
+        (cached[0] as { sessionToken: string }).sessionToken,
+      );
+      const refreshed = await fetch(`${identity.url}/oauth/token`, {
+        method: "POST",
+        body: new URLSearchParams({
+          grant_type: "refresh_token",
+          refresh_token: key,
+          client_id: "agentpass-cli",
+        }),
+      });
+      assert.equal(refreshed.status, 200);
+      assert.equal((await run(["logout"])).code, 0);
+      assert.equal(await mintStatus(key), 403);
+    });
+
+    it("names the saved key before starting, and revokes it once the new one is saved", async () => {
+      await login();
+      const login2 = startBrowserLogin();
+      const userCode = await login2.code;
+      await identity.decideDeviceLogin(userCode, "Agent.Owner@example.com");
+      const result = await login2.exit;
+      assert.equal(result.code, 0, result.stderr);
+      const old = userKey.key.slice(0, 12);
+      const named = result.stderr.indexOf(`Key ${old}… is saved for ${identity.url}`);
+      assert.ok(named >= 0 && named < result.stderr.indexOf("enter the code"), result.stderr);
+      assert.match(result.stdout, new RegExp(`\nReplaced key ${old}…, now revoked\n$`));
+      const key = savedKey();
+      assert.ok(key && key !== userKey.key);
+      secrets.push(key);
+      assert.equal(await mintStatus(userKey.key), 403);
+      assert.equal(await mintStatus(key), 201);
     });
 
     it("fails with a clear line when the person denies", async () => {

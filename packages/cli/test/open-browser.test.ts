@@ -60,13 +60,12 @@ describe("agentpass login opens only the service's own login page, never through
     before(async () => {
       server = createServer((request, response) => {
         response.setHeader("content-type", "application/json");
-        if (request.url === "/api/device/code") {
+        if (request.url === "/oauth/device_authorization") {
           response.end(
             JSON.stringify({
               device_code: "d",
               user_code: "BCDF-GHJK\u202e",
-              verification_uri: `${url}/device`,
-              verification_uri_complete: offered,
+              verification_uri: offered,
               expires_in: 600,
               interval: 0,
             }),
@@ -124,7 +123,7 @@ describe("agentpass login opens only the service's own login page, never through
         : undefined;
     }
 
-    it("opens a hostile complete link nowhere: the service's own page instead", async () => {
+    it("opens a hostile link nowhere: the service's own page instead", async () => {
       for (const hostile of HOSTILE) {
         rmSync(join(bin, "opened"), { force: true });
         offered = hostile;
@@ -136,9 +135,9 @@ describe("agentpass login opens only the service's own login page, never through
       }
     });
 
-    it("opens the service's complete link as one argument, unchanged", async () => {
+    it("opens the service's own link as one argument, unchanged", async () => {
       rmSync(join(bin, "opened"), { force: true });
-      offered = `${url}/device?code=BCDF-GHJK`;
+      offered = `${url}/activate?lang=en&from=cli`;
       await login();
       assert.equal(await opened(), `${offered}\n`);
     });

@@ -8,6 +8,8 @@ export type AuthResult =
       status: 401 | 503;
       error: string;
       code: "session_token_missing" | "session_token_invalid" | "identity_unavailable";
+      /** For `identity_unavailable`: the code of what failed (`network_error`, …), to log. */
+      cause?: string;
     };
 
 const MISSING = {
@@ -74,5 +76,5 @@ export async function authenticate(
   if (result.ok) return { ok: true, email: result.email };
   const tokenRejected =
     result.code === "session_token_invalid" || result.code === "session_token_field_invalid";
-  return tokenRejected ? REJECTED : UNAVAILABLE;
+  return tokenRejected ? REJECTED : { ...UNAVAILABLE, cause: result.code };
 }

@@ -1,3 +1,4 @@
+import { postToAgentPass, type ServiceCall } from "./post-to-agentpass.ts";
 import { LOCAL_CODES, NETWORK_ERROR } from "./result.ts";
 
 /**
@@ -44,12 +45,8 @@ const INACTIVE = {
   code: TOKEN_INACTIVE,
 } as const;
 
-export interface IntrospectCall {
-  endpoint: string;
-  partnerKey: string;
+export interface IntrospectCall extends ServiceCall {
   token: string;
-  timeoutMs: number;
-  fetch: typeof fetch;
 }
 
 /**
@@ -58,26 +55,13 @@ export interface IntrospectCall {
  * own (`{ error, code }`) or OAuth's (`{ error, error_description }`, `error` being the code).
  */
 export async function callIntrospect(call: IntrospectCall): Promise<IntrospectResult> {
-  let response: Response;
-  let text: string;
-  try {
-    response = await call.fetch(call.endpoint, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${call.partnerKey}`,
-        "content-type": "application/x-www-form-urlencoded",
-        accept: "application/json",
-      },
-      body: new URLSearchParams({ token: call.token }).toString(),
-      signal: AbortSignal.timeout(call.timeoutMs),
-      redirect: "error",
-    });
-    text = await response.text();
-  } catch {
+  const answer = await postToAgentPass(call, {
+    type: "application/x-www-form-urlencoded",
+    data: new URLSearchParams({ token: call.token }).toString(),
+  });
+  if (!answer)
     return { ok: false, error: NETWORK_ERROR, status: 0, code: LOCAL_CODES.networkError };
-  }
-  const body = parseJson(text);
-  const status = response.status;
+  const { status, body } = answer;
   if (status === 200 && body?.active === false) return INACTIVE;
   if (status === 200 && body?.active === true && nonEmpty(body.email) && nonEmpty(body.sub)) {
     return activeResult(body, body.email, body.sub);
@@ -120,15 +104,4 @@ function secondsToDate(value: unknown): Date | null {
   if (typeof value !== "number" || !Number.isFinite(value)) return null;
   const date = new Date(value * 1000);
   return Number.isNaN(date.getTime()) ? null : date;
-}
-
-function parseJson(text: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : null;
-  } catch {
-    return null;
-  }
 }

@@ -1,3 +1,4 @@
+import { postToAgentPass } from "./post-to-agentpass.ts";
 import { LOCAL_CODES, NETWORK_ERROR, TOKEN_EXPIRES_HEADER, type VerifyResult } from "./result.ts";
 
 export interface CallOptions {
@@ -13,28 +14,15 @@ export interface CallOptions {
  * is the network error; an error answer passes its `error` and `code` through unchanged.
  */
 export async function callVerify(options: CallOptions): Promise<VerifyResult> {
-  let response: Response;
-  let text: string;
-  try {
-    response = await options.fetch(options.endpoint, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${options.partnerKey}`,
-        "content-type": "application/json",
-        accept: "application/json",
-      },
-      body: JSON.stringify({ sessionToken: options.sessionToken }),
-      signal: AbortSignal.timeout(options.timeoutMs),
-      redirect: "error",
-    });
-    text = await response.text();
-  } catch {
+  const answer = await postToAgentPass(options, {
+    type: "application/json",
+    data: JSON.stringify({ sessionToken: options.sessionToken }),
+  });
+  if (!answer)
     return { ok: false, error: NETWORK_ERROR, status: 0, code: LOCAL_CODES.networkError };
-  }
-  const body = parseJson(text);
-  const status = response.status;
+  const { status, body } = answer;
   if (status === 200 && typeof body?.email === "string" && body.email !== "") {
-    const expiresAt = parseDate(response.headers.get(TOKEN_EXPIRES_HEADER));
+    const expiresAt = parseDate(answer.headers.get(TOKEN_EXPIRES_HEADER));
     return expiresAt
       ? { ok: true, email: body.email, status: 200, expiresAt }
       : { ok: true, email: body.email, status: 200 };
@@ -49,15 +37,6 @@ export async function callVerify(options: CallOptions): Promise<VerifyResult> {
     status,
     code: LOCAL_CODES.unexpectedResponse,
   };
-}
-
-function parseJson(text: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
 }
 
 function parseDate(value: string | null): Date | null {

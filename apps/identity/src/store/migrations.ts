@@ -251,7 +251,7 @@ async function keyChangesSqlite(db: AnyDb): Promise<void> {
     );
     const columns = rows.map((row) => row.name).join(", ");
     const list = (row: "OLD" | "NEW", when = "") =>
-      sql.raw(`UPDATE key_epoch SET value = value + 1 WHERE id = 1;
+      sql.raw(`UPDATE key_epoch SET value = value + 1 WHERE id = 1 ${when};
         INSERT INTO key_changes (epoch, table_name, row_id, secret_hash, at)
         SELECT value, '${table}', ${row}.id, ${hash ? `${row}.secret_hash` : "NULL"},
           CAST(unixepoch('subsec') * 1000 AS INTEGER)

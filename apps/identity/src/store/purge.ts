@@ -1,5 +1,6 @@
-import type { OpenedDatabase } from "@agentpass/db";
+import type { Engine, OpenedDatabase } from "@agentpass/db";
 import { sql } from "kysely";
+import { KEY_CHANGE_RETENTION_MS } from "./key-changes.ts";
 import type { IdentityDatabase } from "./schema.ts";
 
 /** Rows deleted by one statement: a purge never holds a table's locks for long. */
@@ -7,37 +8,54 @@ export const PURGE_BATCH = 1000;
 /** Rate-limit counters are kept a day past their window (none lasts longer than 15 minutes). */
 const RATE_LIMIT_RETENTION_MS = 24 * 60 * 60 * 1000;
 
-/** What expires, by table: the key that names a row, and the column that says when it ends. */
-const EXPIRING = [
-  { table: "sign_in_codes", key: "id", column: "expires_at" },
-  { table: "device_codes", key: "device_hash", column: "expires_at" },
-  { table: "web_sessions", key: "id_hash", column: "expires_at" },
-  { table: "remembered_browsers", key: "browser_hash, email", column: "expires_at" },
-  { table: "oauth_codes", key: "code_hash", column: "expires_at" },
-  { table: "rate_limits", key: "key", column: "window_start" },
+/**
+ * What expires, by table: the column that says when a row ends (each has an index), and how
+ * long past it the row is kept.
+ */
+export const EXPIRING = [
+  { table: "sign_in_codes", column: "expires_at", keptMs: 0 },
+  { table: "device_codes", column: "expires_at", keptMs: 0 },
+  { table: "web_sessions", column: "expires_at", keptMs: 0 },
+  { table: "remembered_browsers", column: "expires_at", keptMs: 0 },
+  { table: "oauth_codes", column: "expires_at", keptMs: 0 },
+  { table: "rate_limits", column: "window_start", keptMs: RATE_LIMIT_RETENTION_MS },
+  { table: "key_changes", column: "at", keptMs: KEY_CHANGE_RETENTION_MS },
 ] as const;
 
 /**
+ * One batch of a purge: at most `PURGE_BATCH` rows of `table` whose `column` is before
+ * `before`, the oldest first, found through the index on `column` and deleted by their physical
+ * address (PostgreSQL's `ctid`, SQLite's `rowid`). Deleting by key instead (`WHERE key IN
+ * (SELECT key …)`) let PostgreSQL hash-join each batch against a sequential scan of the whole
+ * table. The condition is checked again on the row deleted, so a row written since (a counter's
+ * new window) is kept.
+ */
+export function purgeBatch(engine: Engine, table: string, column: string, before: number) {
+  const address = sql.raw(engine === "postgres" ? "ctid" : "rowid");
+  const batch = sql`SELECT ${address} FROM ${sql.table(table)} WHERE ${sql.ref(column)} < ${before}
+    ORDER BY ${sql.ref(column)} LIMIT ${PURGE_BATCH}`;
+  const found = engine === "postgres" ? sql`= ANY(ARRAY(${batch}))` : sql`IN (${batch})`;
+  return sql`DELETE FROM ${sql.table(table)}
+    WHERE ${address} ${found} AND ${sql.ref(column)} < ${before}`;
+}
+
+/**
  * Deletes what has expired by `now`: sign-in codes (with the addresses of people who never
- * signed up), device codes, web sessions, remembered browsers and old rate-limit counters.
- * Each statement deletes at most `PURGE_BATCH` rows found through the table's index on its
- * expiry, so a purge costs in proportion to what it deletes, never a scan of the table.
- * Answers the number of rows deleted, by table.
+ * signed up), device codes, web sessions, remembered browsers, OAuth codes, old rate-limit
+ * counters and old entries of the key change log. Each statement deletes at most `PURGE_BATCH`
+ * rows found through the table's index on its expiry (`purgeBatch`), so a purge costs in
+ * proportion to what it deletes, never a scan of the table. Answers the rows deleted, by table.
  */
 export async function purgeExpired(
-  database: Pick<OpenedDatabase<IdentityDatabase>, "write">,
+  database: Pick<OpenedDatabase<IdentityDatabase>, "write" | "engine">,
   now: number,
 ): Promise<Record<string, number>> {
   const deleted: Record<string, number> = {};
-  for (const { table, key, column } of EXPIRING) {
-    const before = table === "rate_limits" ? now - RATE_LIMIT_RETENTION_MS : now;
+  for (const { table, column, keptMs } of EXPIRING) {
+    const statement = purgeBatch(database.engine, table, column, now - keptMs);
     deleted[table] = 0;
     for (;;) {
-      const result = await database.write((db) =>
-        sql`DELETE FROM ${sql.table(table)} WHERE (${sql.raw(key)}) IN (
-          SELECT ${sql.raw(key)} FROM ${sql.table(table)} WHERE ${sql.ref(column)} < ${before}
-          LIMIT ${PURGE_BATCH})`.execute(db),
-      );
+      const result = await database.write((db) => statement.execute(db));
       const count = Number(result.numAffectedRows ?? 0n);
       deleted[table] += count;
       if (count < PURGE_BATCH) break;
@@ -54,7 +72,7 @@ export const PURGE_INTERVAL_MS = 10 * 60 * 1000;
  * one run at a time. A failed run is reported and the next one tries again.
  */
 export function schedulePurges(
-  database: Pick<OpenedDatabase<IdentityDatabase>, "write">,
+  database: Pick<OpenedDatabase<IdentityDatabase>, "write" | "engine">,
   clock: () => number,
   onError: (error: unknown) => void,
 ) {

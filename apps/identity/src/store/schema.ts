@@ -94,6 +94,19 @@ export interface IdentityDatabase {
   partner_resources: { url: string; partner_id: string; created_at: number };
   usage_daily: { partner_id: string; day: string; outcome: string; count: number };
   rate_limits: { key: string; window_start: number; count: number };
+  /** The epoch of the latest key change (migrations 0003 and 0009): one row, id 1. */
+  key_epoch: { id: number; value: number };
+  /**
+   * Key changes in commit order (migration 0009), written by triggers: which cached reads an
+   * instance drops (store/key-changes.ts). Purged an hour after `at`.
+   */
+  key_changes: {
+    epoch: number;
+    table_name: string;
+    row_id: string;
+    secret_hash: string | null;
+    at: number;
+  };
   partner_activity: {
     account_id: string;
     partner_id: string;

@@ -42,7 +42,9 @@ export function verifiedUser(ctx: NotesContext, resourceMetadataUrl: string): Au
     const auth = await authenticate(ctx.verifier, sent.kind === "token" ? sent.token : null);
     if (!auth.ok) {
       if (auth.code === "session_token_missing") throw refuse.missing;
-      throw auth.code === "session_token_invalid" ? refuse.invalid : refuse.unavailable;
+      if (auth.code === "session_token_invalid") throw refuse.invalid;
+      ctx.reportUnavailable(auth.cause ?? auth.code);
+      throw refuse.unavailable;
     }
     return localUser(ctx, auth.email, refuse.noAccount);
   };
@@ -61,9 +63,16 @@ export function boundTokenUser(ctx: NotesContext, resourceMetadataUrl: string): 
     if (sent.kind === "conflict") throw refuse.conflict;
     if (sent.kind === "none") throw refuse.missing;
     // A verifier without introspection (no partner key configured) cannot tell: never a pass.
-    if (!ctx.verifier.introspect) throw refuse.unavailable;
+    if (!ctx.verifier.introspect) {
+      ctx.reportUnavailable("no_partner_key");
+      throw refuse.unavailable;
+    }
     const result = await ctx.verifier.introspect(sent.token);
-    if (!result.ok) throw result.code === TOKEN_INACTIVE ? refuse.invalid : refuse.unavailable;
+    if (!result.ok) {
+      if (result.code === TOKEN_INACTIVE) throw refuse.invalid;
+      ctx.reportUnavailable(result.code);
+      throw refuse.unavailable;
+    }
     if (result.aud === undefined) throw refuse.unbound;
     return localUser(ctx, result.email, refuse.noAccount);
   };

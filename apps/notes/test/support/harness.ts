@@ -18,7 +18,9 @@ export async function openTestNotes(
 ) {
   let now = START;
   const clock = () => now;
-  const identity = await startTestIdentityService({ clock, env: identityEnv });
+  // An identity service whose PUBLIC_URL is given listens where that URL says (an OAuth issuer).
+  const publicPort = identityEnv.PUBLIC_URL ? Number(new URL(identityEnv.PUBLIC_URL).port) : 0;
+  const identity = await startTestIdentityService({ clock, env: identityEnv, port: publicPort });
   const partner = await identity.createPartner({
     name: "Notes",
     ownerEmail: "notes-operator@example.com",

@@ -19,6 +19,11 @@ export interface KeyOwner {
   keysPath: string;
 }
 
+interface OwnedKey {
+  owner: KeyOwner;
+  key: KeyRecord;
+}
+
 export interface KeyRoutesOptions {
   kind: KeyKind;
   /** The route of the keys, with the owner's parameters: `/keys`, `/partners/:id/keys`. */
@@ -57,19 +62,25 @@ export function keyRoutes(ctx: IdentityContext, guard: WebGuard, options: KeyRou
   const words = WORDS[kind];
   const capitalized = words.noun[0]?.toUpperCase() + words.noun.slice(1);
 
-  /** The owner and the key of the URL, when the signed-in account may act for them. */
-  async function ownedKey(c: Context, web: SignedInRequest) {
-    const owner = await options.ownerOf(c, web);
-    const key = owner && (await findOwnedKey(ctx, kind, owner.id, c.req.param("keyId") ?? ""));
-    return owner && key ? { owner, key } : null;
+  /** Wraps the handler of a page about the key of the URL, when the account may act on it. */
+  function ownedKey(
+    handler: (c: Context, web: SignedInRequest, owned: OwnedKey) => Promise<Response> | Response,
+  ) {
+    return guard.signedIn(async (c, web) => {
+      const owner = await options.ownerOf(c, web);
+      const key = owner && (await findOwnedKey(ctx, kind, owner.id, c.req.param("keyId") ?? ""));
+      return owner && key ? handler(c, web, { owner, key }) : notFoundPage(c, web);
+    });
   }
 
+  /** The rename form; after a refused name, with the name typed and why it was refused. */
   function renamePage(
     c: Context,
     web: SignedInRequest,
-    { owner, key }: { owner: KeyOwner; key: KeyRecord },
-    error?: string,
+    { owner, key }: OwnedKey,
+    refused?: { typed: string },
   ) {
+    const error = refused ? INVALID_NAME : "";
     return c.html(
       renderPage({
         title: `Rename ${words.noun}`,
@@ -78,7 +89,7 @@ export function keyRoutes(ctx: IdentityContext, guard: WebGuard, options: KeyRou
         body: html`<form method="post" action="${owner.keysPath}/${key.id}/rename" class="card">${csrfField(web.csrf)}
 <p>The ${words.noun} <code>${key.displayPrefix}…</code> keeps working under its new name.</p>
 <label for="key-new-name">Name</label>
-<input id="key-new-name" name="name" type="text" required maxlength="100" value="${key.name}" ${error ? html`aria-describedby="name-error" aria-invalid="true"` : ""}>
+<input id="key-new-name" name="name" type="text" required maxlength="100" value="${refused?.typed.slice(0, 200) ?? key.name}" ${error ? html`aria-describedby="name-error" aria-invalid="true"` : ""}>
 ${error ? html`<p id="name-error" class="error" role="alert">${error}</p>` : ""}
 <p><button type="submit">Save name</button> <a href="${owner.page}">Cancel</a></p></form>`,
       }),
@@ -99,20 +110,16 @@ ${error ? html`<p id="name-error" class="error" role="alert">${error}</p>` : ""}
     )
     .get(
       `${route}/:keyId/rename`,
-      guard.signedIn(async (c, web) => {
-        const owned = await ownedKey(c, web);
-        return owned ? renamePage(c, web, owned) : notFoundPage(c, web);
-      }),
+      ownedKey((c, web, owned) => renamePage(c, web, owned)),
     )
     .post(
       `${route}/:keyId/rename`,
-      guard.signedIn(async (c, web) => {
-        const owned = await ownedKey(c, web);
-        if (!owned) return notFoundPage(c, web);
+      ownedKey(async (c, web, owned) => {
         const { owner, key } = owned;
-        const renamed = await renameKey(ctx, kind, owner.id, key.id, web.form.get("name") ?? "");
+        const typed = web.form.get("name") ?? "";
+        const renamed = await renameKey(ctx, kind, owner.id, key.id, typed);
         if (!renamed.ok && renamed.code === "INVALID_NAME") {
-          return renamePage(c, web, owned, INVALID_NAME);
+          return renamePage(c, web, owned, { typed });
         }
         if (!renamed.ok) return notFoundPage(c, web);
         const text = `${capitalized} ${key.name} is now called ${renamed.name}.`;
@@ -121,25 +128,19 @@ ${error ? html`<p id="name-error" class="error" role="alert">${error}</p>` : ""}
     )
     .get(
       `${route}/:keyId/revoke`,
-      guard.signedIn(async (c, web) => {
-        const owned = await ownedKey(c, web);
-        if (!owned) return notFoundPage(c, web);
-        const { owner, key } = owned;
-        return confirmPage(c, web, {
+      ownedKey((c, web, { owner, key }) =>
+        confirmPage(c, web, {
           title: words.revokeTitle,
           text: words.revokeEffect(key),
           action: `${owner.keysPath}/${key.id}/revoke`,
           button: words.revokeButton,
           cancel: owner.page,
-        });
-      }),
+        }),
+      ),
     )
     .post(
       `${route}/:keyId/revoke`,
-      guard.signedIn(async (c, web) => {
-        const owned = await ownedKey(c, web);
-        if (!owned) return notFoundPage(c, web);
-        const { owner, key } = owned;
+      ownedKey(async (c, web, { owner, key }) => {
         const confirmation = `${owner.keysPath}/${key.id}/revoke`;
         if (web.form.get("confirm") !== "yes") return guard.seeOther(c, web, confirmation);
         await revokeKey(ctx, kind, key.id);
