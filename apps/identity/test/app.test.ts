@@ -24,12 +24,18 @@ describe("health, documentation and unknown routes", () => {
       };
       assert.equal(document.openapi, "3.1.0");
       assert.deepEqual(Object.keys(document.paths).sort(), [
+        "/.well-known/oauth-authorization-server",
         "/api/device/code",
         "/api/device/token",
         "/api/partners",
         "/api/session-tokens",
         "/api/verify",
         "/healthz",
+        "/oauth/device_authorization",
+        "/oauth/introspect",
+        "/oauth/register",
+        "/oauth/revoke",
+        "/oauth/token",
         "/readyz",
       ]);
       const text = JSON.stringify(document.paths["/api/verify"]);

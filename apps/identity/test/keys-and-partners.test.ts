@@ -245,5 +245,50 @@ for (const engine of testEngines()) {
         assert.ok(await identity.ctx.store.findPartner(partner.id));
       });
     });
+    describe("a partner's OAuth resources", () => {
+      it("registers resource URLs, refuses a bad or taken one, removes one, and frees them on delete", async () => {
+        const client = await signedIn();
+        const partner = await createPartner(client);
+        const added = await client.post(`${partner.path}/resources`, {
+          url: "https://weather.example/mcp",
+        });
+        assert.equal(added.status, 303);
+        const page = await (await client.follow(added)).text();
+        assert.match(page, /<code>https:\/\/weather\.example\/mcp<\/code>/);
+        assert.match(page, /Resource added\./);
+        for (const url of ["http://weather.example/api", "https://weather.example/a#b", "nope"]) {
+          const refused = await client.post(`${partner.path}/resources`, { url });
+          assert.equal(refused.status, 400, url);
+          assert.match(await refused.text(), /A resource is an https URL/);
+        }
+        const otherClient = await signedIn();
+        const takenBy = await createPartner(otherClient, { name: "Impostor" });
+        const taken = await otherClient.post(`${takenBy.path}/resources`, {
+          url: "https://weather.example/mcp",
+        });
+        assert.equal(taken.status, 400);
+        assert.match(await taken.text(), /Another partner already answers for that URL/);
+        assert.equal(
+          await identity.ctx.oauth.partnerOfResource("https://weather.example/mcp"),
+          partner.id,
+        );
+
+        await client.post(`${partner.path}/resources`, { url: "https://weather.example/api" });
+        const removed = await client.post(`${partner.path}/resources/remove`, {
+          url: "https://weather.example/api",
+        });
+        assert.equal(removed.status, 303);
+        assert.equal(
+          await identity.ctx.oauth.partnerOfResource("https://weather.example/api"),
+          undefined,
+        );
+
+        assert.equal((await client.post(`${partner.path}/delete`, { confirm: "yes" })).status, 303);
+        assert.equal(
+          await identity.ctx.oauth.partnerOfResource("https://weather.example/mcp"),
+          undefined,
+        );
+      });
+    });
   });
 }

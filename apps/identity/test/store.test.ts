@@ -59,6 +59,10 @@ for (const engine of testEngines()) {
         id: key.id,
         ownerId: account.id,
         revokedAt: null,
+        clientId: null,
+        audience: null,
+        rotating: 0,
+        replacedBy: null,
       });
       assert.equal(await store.findKeyByHash("partner_keys", input.secretHash), undefined);
     });
@@ -71,6 +75,7 @@ for (const engine of testEngines()) {
         accountId: account.id,
         email: "owner@example.com",
         revokedAt: null,
+        clientId: null,
       });
       assert.equal(await store.findTokenOwner(crypto.randomUUID()), undefined);
     });

@@ -25,8 +25,8 @@ const MIGRATION_LOCK = "3853314791062309107";
 
 /**
  * Applies forward-only migrations, in name order, in one transaction: all of them or none.
- * Already-applied migrations are skipped, so running it again, or from several processes at
- * once, is harmless; migrations the database has and this release does not know (a newer
+ * Already-applied migrations are skipped (read again under the lock), so running it again, or
+ * from several processes at once, is harmless; migrations the database has and this release does not know (a newer
  * release's) are left alone and reported. Each service keeps its own bookkeeping table
  * (`<service>_migrations`, the shape Kysely's migrator keeps, so databases migrated by earlier
  * releases carry on), so two services never mistake each other's migrations.
@@ -40,6 +40,11 @@ export async function migrateToLatest(
   service: string,
   migrations: Record<string, Migration>,
 ): Promise<MigrationReport> {
+  // Read first, without a lock: instances starting on a migrated database take none. (On
+  // SQLite a lock held across awaits makes another connection of this thread wait with the
+  // thread blocked, so none is taken when there is nothing to do.)
+  const found = await readMigrations(db, service, migrations);
+  if (found.pending.length === 0) return found;
   const table = migrationTable(service);
   const postgres = isPostgres(db);
   return db.connection().execute(async (connection) => {

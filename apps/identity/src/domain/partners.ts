@@ -72,11 +72,14 @@ export function listOwnedPartners(ctx: Needs<"store">, accountId: string): Promi
  * that account.
  */
 export async function deletePartner(
-  ctx: Needs<"store">,
+  ctx: Needs<"store" | "oauth">,
   accountId: string,
   id: string,
 ): Promise<boolean> {
-  return isId(id) && (await ctx.store.deletePartner(id, accountId));
+  if (!isId(id) || !(await ctx.store.deletePartner(id, accountId))) return false;
+  // Its resource URLs are free again: no token can be bound to a partner that is gone.
+  await ctx.oauth.removeResourcesOf(id);
+  return true;
 }
 
 /** Where a partner publishes its site token, on its website's origin. */

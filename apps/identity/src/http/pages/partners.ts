@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import type { IdentityContext } from "../../context.ts";
 import { listKeys } from "../../domain/credentials.ts";
+import { addPartnerResource, partnerResources, removePartnerResource } from "../../domain/oauth.ts";
 import { partnerUsage } from "../../domain/partner-usage.ts";
 import {
   checkPartnerSite,
@@ -76,10 +77,11 @@ ${
   }
 
   async function partnerPage(c: Context, web: SignedInRequest, partner: Partner, error?: string) {
-    const [keys, usage, site] = await Promise.all([
+    const [keys, usage, site, resources] = await Promise.all([
       listKeys(ctx, "partner", partner.id),
       partnerUsage(ctx, partner.id, 30),
       siteSection(ctx, partner, web.csrf),
+      partnerResources(ctx, partner.id),
     ]);
     const created =
       web.flash?.kind === "new-key"
@@ -102,6 +104,19 @@ ${keyTable(keys, `/partners/${partner.id}/keys`)}
 <form method="post" action="/partners/${partner.id}/keys" class="card">${csrfField(web.csrf)}
 <label for="partner-key-name">Key name</label><input id="partner-key-name" name="name" type="text" required maxlength="100" placeholder="production">
 <p><button type="submit">Create partner key</button></p></form>
+<h2>Resources (OAuth)</h2>
+<p>The URLs of your API as OAuth clients name it (<code>resource</code>, RFC 8707): a token asked for one of them is bound to this partner, so only you can verify it. MCP clients ask for your MCP endpoint's URL.</p>
+${
+  resources.length === 0
+    ? html`<p class="empty">No resource URL yet.</p>`
+    : html`<ul class="plain">${resources.map(
+        (url) =>
+          html`<li><code>${url}</code> <form method="post" action="/partners/${partner.id}/resources/remove" class="inline">${csrfField(web.csrf)}<input type="hidden" name="url" value="${url}"><button type="submit" class="secondary small">Remove</button></form></li>`,
+      )}</ul>`
+}
+<form method="post" action="/partners/${partner.id}/resources" class="card">${csrfField(web.csrf)}
+<label for="partner-resource">Resource URL</label><input id="partner-resource" name="url" type="url" required maxlength="2000" placeholder="https://api.example.com/mcp">
+<p><button type="submit">Add resource</button></p></form>
 <h2>Details</h2>${partnerForm(`/partners/${partner.id}`, web.csrf, partner)}
 <h2>Delete this partner</h2>
 <div class="card"><p>Deletes the partner with its keys, its usage and the record of whose email it saw. Verifications with its keys are refused from the next request on, and the directory stops listing it. This cannot be undone.</p>
@@ -155,6 +170,27 @@ ${keyTable(keys, `/partners/${partner.id}/keys`)}
         const checked = await checkPartnerSite(ctx, partner, fetchDocument);
         const outcome = notice(checked.ok ? "ok" : "error", siteCheckOutcome(checked));
         return guard.seeOther(c, web, `/partners/${partner.id}`, outcome);
+      }),
+    )
+    .post(
+      "/partners/:id/resources",
+      ownedPartner(async (c, web, partner) => {
+        const added = await addPartnerResource(ctx, partner.id, web.form.get("url") ?? "");
+        if (!added.ok) {
+          const reason =
+            added.code === "TAKEN"
+              ? "Another partner already answers for that URL."
+              : "A resource is an https URL (http only on a loopback address) without a query or fragment.";
+          return partnerPage(c, web, partner, reason);
+        }
+        return guard.seeOther(c, web, `/partners/${partner.id}`, notice("ok", "Resource added."));
+      }),
+    )
+    .post(
+      "/partners/:id/resources/remove",
+      ownedPartner(async (c, web, partner) => {
+        await removePartnerResource(ctx, partner.id, (web.form.get("url") ?? "").slice(0, 2000));
+        return guard.seeOther(c, web, `/partners/${partner.id}`, notice("ok", "Resource removed."));
       }),
     )
     .get(

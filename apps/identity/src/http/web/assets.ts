@@ -29,7 +29,7 @@ button,.button{display:inline-block;padding:.5rem .9rem;border-radius:6px;border
 button.secondary,.button.secondary{background:var(--surface);color:var(--accent)}
 button.danger,.button.danger{background:var(--bad);border-color:var(--bad);color:var(--on-accent)}
 td.actions{white-space:nowrap}
-td.actions .button{padding:.2rem .6rem;font-size:.9rem}
+td.actions .button,button.small{padding:.2rem .6rem;font-size:.9rem}
 details{margin:1rem 0}
 summary{cursor:pointer;color:var(--muted);font-weight:600}
 :focus-visible{outline:3px solid #f5a524;outline-offset:2px}
