@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { type AddressInfo, createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServer } from "@agentpass/http";
@@ -108,19 +107,6 @@ export async function startTestIdentityService(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-/**
- * A loopback port free now, for a service whose public URL must be known before it starts (an
- * OAuth issuer, a resource server's metadata). Another process could take it meanwhile; on a
- * test machine that is rare enough.
- */
-export async function freeLoopbackPort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export type TestIdentityService = Awaited<ReturnType<typeof startTestIdentityService>>;

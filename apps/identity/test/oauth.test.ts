@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createServer as createHttpServer } from "node:http";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { createTestDatabase, type Engine, testEngines } from "@agentpass/db/testing";
+import { createTestDatabase, type Engine, freePort, testEngines } from "@agentpass/db/testing";
 import { startServer } from "@agentpass/http";
 import * as client from "openid-client";
 import { chromium } from "playwright-core";
@@ -15,13 +15,12 @@ import { addPartnerResource } from "../src/domain/oauth.ts";
 import { createPartner } from "../src/domain/partners.ts";
 import { startWebSession } from "../src/domain/web-sessions.ts";
 import { openIdentityService } from "../src/service.ts";
-import { freeLoopbackPort } from "../src/testing.ts";
 import { webClient } from "./support/web-client.ts";
 
 /** AgentPass on a real port whose PUBLIC_URL is that port: a stock client needs only the URL. */
 async function startIssuer(engine: Engine) {
   const database = await createTestDatabase(engine);
-  const port = await freeLoopbackPort();
+  const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
   const loaded = loadConfig({
     DATA_DIR: database.dataDir,

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { testEngines } from "@agentpass/db/testing";
+import { freePort, testEngines } from "@agentpass/db/testing";
 import { type RunningServer, startServer } from "@agentpass/http";
-import { freeLoopbackPort } from "@agentpass/identity/testing";
 import {
   type OAuthClientProvider,
   UnauthorizedError,
@@ -67,7 +66,7 @@ for (const engine of testEngines()) {
     let notesUrl: string;
 
     before(async () => {
-      const [identityPort, notesPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+      const [identityPort, notesPort] = [await freePort(), await freePort()];
       notesUrl = `http://127.0.0.1:${notesPort}`;
       notes = await openTestNotes(
         engine,

@@ -12,6 +12,7 @@ import {
 } from "kysely";
 import type pg from "pg";
 import { createSqliteChangeDetector } from "./change-detector.ts";
+import { createGroupCommit } from "./group-commit.ts";
 import { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
@@ -140,7 +141,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
   sqlite.exec("PRAGMA foreign_keys = ON");
   if (options.cacheMb) sqlite.exec(`PRAGMA cache_size = -${Math.trunc(options.cacheMb * 1024)}`);
   const db = new Kysely<T>({ dialect: createNodeSqliteDialect(sqlite) });
-  const { writes, write, transaction } = createWriter(db);
+  const { writes, write, transaction } = createWriter(db, { groupCommit: true });
   const hasChanged = createSqliteChangeDetector(sqlite, writes);
   const threads = options.readerThreads ?? 0;
   const readers =
@@ -174,7 +175,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
  * when a write starts and one when it ends, so a change check made while it runs sees a change,
  * and so does the first check after it.
  */
-function createWriter<T>(db: Kysely<T>) {
+function createWriter<T>(db: Kysely<T>, options: { groupCommit?: boolean } = {}) {
   const writes = { count: 0 };
   const write: Write<T> = async (work) => {
     writes.count++;
@@ -184,7 +185,10 @@ function createWriter<T>(db: Kysely<T>) {
       writes.count++;
     }
   };
-  const transaction: WriteTransaction<T> = (work) => write((db) => db.transaction().execute(work));
+  // SQLite: one connection, so transactions are serial anyway; grouped, they share a commit.
+  const grouped = options.groupCommit ? createGroupCommit(db) : undefined;
+  const transaction: WriteTransaction<T> = (work) =>
+    write((db) => (grouped ? grouped(work) : db.transaction().execute(work)));
   return { writes, write, transaction };
 }
 

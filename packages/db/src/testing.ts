@@ -231,7 +231,8 @@ max_client_conn = 500
   };
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on the loopback interface now (for a server a test starts). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);

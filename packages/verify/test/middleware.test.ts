@@ -67,10 +67,19 @@ describe("authenticate() and the middlewares", () => {
       error: "Identity service unavailable",
       code: "identity_unavailable",
     };
-    assert.deepEqual(await authenticate(revokedVerifier, request(token)), unavailable);
-    assert.deepEqual(await authenticate(downVerifier, request(token)), unavailable);
+    // `cause` tells the partner's logs what failed; the answer's body never carries it.
+    assert.deepEqual(await authenticate(revokedVerifier, request(token)), {
+      ...unavailable,
+      cause: "partner_key_revoked",
+    });
+    assert.deepEqual(await authenticate(downVerifier, request(token)), {
+      ...unavailable,
+      cause: "network_error",
+    });
     const badKey = createVerifier({ partnerKey: "apk_nope", apiUrl: identity.url });
-    assert.deepEqual(await authenticate(badKey, request(token)), unavailable);
+    const refused = await authenticate(badKey, request(token));
+    assert.deepEqual({ ...refused, cause: undefined }, { ...unavailable, cause: undefined });
+    assert.match(String((refused as { cause?: string }).cause), /^partner_key/);
   });
 
   it("Hono middleware sets the email, or answers 401 / 503 with Retry-After", async () => {

@@ -95,6 +95,17 @@ export async function decideDeviceLogin(
   );
 }
 
+/** What each refusal of a poll means, for the device's person (RFC 8628 section 3.5). */
+export const POLL_ERROR_DESCRIPTIONS: Record<PollError, string> = {
+  authorization_pending: "The person has not approved yet",
+  slow_down: "Polling too fast: wait 5 more seconds between polls",
+  access_denied: "The person denied the request",
+  expired_token: "The code expired; start again",
+  invalid_grant: "Unknown or already used device code",
+};
+
+type PollError = Extract<PollResult, { ok: false }>["error"];
+
 export type PollResult =
   | { ok: true; userKey: string; keyId: string; accountId: string }
   | {

@@ -1,7 +1,11 @@
 import { defineEndpoint, type Endpoint, type EndpointRequest, HttpError } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
-import { pollDeviceLogin, startDeviceLogin } from "../../domain/device-login.ts";
+import {
+  POLL_ERROR_DESCRIPTIONS,
+  pollDeviceLogin,
+  startDeviceLogin,
+} from "../../domain/device-login.ts";
 import { type RateLimiter, tooManyRequests } from "../../infra/rate-limit.ts";
 import { ERRORS } from "../errors.ts";
 
@@ -42,14 +46,6 @@ const DeviceTokenError = z.object({
 
 const MAX_BODY = 4096;
 const NO_STORE = { "Cache-Control": "no-store" };
-
-const DESCRIPTIONS: Record<string, string> = {
-  authorization_pending: "The person has not approved yet",
-  slow_down: "Polling too fast: wait 5 more seconds between polls",
-  access_denied: "The person denied the request",
-  expired_token: "The code expired; start again",
-  invalid_grant: "Unknown or already used device code",
-};
 
 const FORM = "application/x-www-form-urlencoded";
 
@@ -146,7 +142,7 @@ export function deviceEndpoints(
                   pending: {
                     value: {
                       error: "authorization_pending",
-                      error_description: DESCRIPTIONS.authorization_pending,
+                      error_description: POLL_ERROR_DESCRIPTIONS.authorization_pending,
                     },
                   },
                 },
@@ -172,7 +168,7 @@ export function deviceEndpoints(
         if (!result.ok) {
           return {
             status: 400,
-            body: { error: result.error, error_description: DESCRIPTIONS[result.error] },
+            body: { error: result.error, error_description: POLL_ERROR_DESCRIPTIONS[result.error] },
             headers: NO_STORE,
           };
         }

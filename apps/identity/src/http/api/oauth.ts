@@ -1,7 +1,12 @@
 import { type Answer, defineEndpoint, type Endpoint, type EndpointRequest } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
-import { pollDeviceLogin, startDeviceLogin, undoDevicePoll } from "../../domain/device-login.ts";
+import {
+  POLL_ERROR_DESCRIPTIONS,
+  pollDeviceLogin,
+  startDeviceLogin,
+  undoDevicePoll,
+} from "../../domain/device-login.ts";
 import {
   CLI_CLIENT_ID,
   type OAuthDeps,
@@ -138,7 +143,7 @@ export function oauthEndpoints(
     const code = deviceCode.slice(0, 100);
     const polled = await pollDeviceLogin(ctx, code, clientId);
     if (!polled.ok) {
-      return oauthError(400, polled.error, DEVICE_ERRORS[polled.error] ?? polled.error);
+      return oauthError(400, polled.error, POLL_ERROR_DESCRIPTIONS[polled.error]);
     }
     const given = { keyId: polled.keyId, accountId: polled.accountId };
     const sealed = sealFor(ctx, { id: polled.keyId, ownerId: polled.accountId }, audience);
@@ -497,14 +502,6 @@ export function oauthEndpoints(
     }),
   ];
 }
-
-const DEVICE_ERRORS: Record<string, string> = {
-  authorization_pending: "The person has not approved yet",
-  slow_down: "Polling too fast: wait 5 more seconds between polls",
-  access_denied: "The person denied the request",
-  expired_token: "The code expired; start again",
-  invalid_grant: "Unknown or already used device code",
-};
 
 /** The partner key of `Authorization: Bearer <key>` or of Basic (its password). */
 function partnerKeyOf(authorization: string | undefined): string | undefined {
