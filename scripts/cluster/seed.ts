@@ -105,7 +105,10 @@ async function seed(env: Record<string, string | undefined>): Promise<Seed> {
       LOG_LEVEL: "warn",
     });
     if (!notesConfig.ok) throw new Error(notesConfig.error);
-    const notes = await openNotesService(notesConfig.config);
+    // Logs go to stderr: stdout is the seed's answer.
+    const notes = await openNotesService(notesConfig.config, {
+      logger: createLogger("error", "stderr"),
+    });
     try {
       if (!(await notes.ctx.store.addUser(email, Date.now()))) throw new Error("notes user");
     } finally {

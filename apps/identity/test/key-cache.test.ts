@@ -81,6 +81,18 @@ describe("shared change checks", () => {
     runs[1]?.resolve();
     await again;
   });
+
+  it("fails those who joined during a failed check with it, instead of a second wait on the fault", async () => {
+    const { runs, check } = manualCheck();
+    const awaitCheck = shareChecks(check);
+    const first = awaitCheck();
+    await nextTurn();
+    const joined = awaitCheck(); // arrives while the first check hangs on a stalled database
+    runs[0]?.reject(new Error("database unavailable"));
+    await assert.rejects(first, /database unavailable/);
+    await assert.rejects(joined, /database unavailable/);
+    assert.equal(runs.length, 1, "no second check was started for the same fault");
+  });
 });
 
 const body = (sessionToken: string) => JSON.stringify({ sessionToken });

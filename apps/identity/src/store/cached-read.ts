@@ -146,6 +146,10 @@ export function shareChecks(check: () => Promise<void>): () => Promise<void> {
       batch.resolve();
     } catch (error) {
       batch.reject(error);
+      // Those that joined while it failed would wait for a second check against the same fault
+      // (a hung database: a second full deadline); they fail with it, and never trust the cache.
+      next?.reject(error);
+      next = undefined;
     } finally {
       running = false;
       if (next) void run();
