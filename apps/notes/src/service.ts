@@ -74,8 +74,13 @@ export async function openNotesService(
   config: NotesConfig,
   options: { clock?: () => number; verifier?: Verifier; logger?: Logger } = {},
 ): Promise<NotesService> {
+  // Asynchronous writes: lines that come while one is under way go out together (as identity's).
   const logger =
-    options.logger ?? pino({ level: config.logLevel, base: { service: "agentpass-notes" } });
+    options.logger ??
+    pino(
+      { level: config.logLevel, base: { service: "agentpass-notes" } },
+      pino.destination({ dest: 1, sync: false }),
+    );
   const database = openNotesDatabase(config, { readerThreads: config.readerThreads });
   try {
     await prepareSchema(database, "notes", notesMigrations(database.engine), {

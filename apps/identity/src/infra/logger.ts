@@ -12,6 +12,8 @@ export function createLogger(level: string, to: "stdout" | "stderr" = "stdout"):
       redact: ["req.headers.authorization", "sessionToken", "key", "*.key", "*.sessionToken"],
     },
     // The admin CLI logs to stderr: its stdout is the answer (a new key) that scripts read.
-    pino.destination(to === "stderr" ? 2 : 1),
+    // Asynchronous: lines that come while a write is under way go out together in the next one
+    // (a write per request took a quarter of a verify's time); pino flushes what is left at exit.
+    pino.destination({ dest: to === "stderr" ? 2 : 1, sync: false }),
   );
 }

@@ -148,7 +148,9 @@ export function shareChecks(check: () => Promise<void>): () => Promise<void> {
       batch.reject(error);
       // Those that joined while it failed would wait for a second check against the same fault
       // (a hung database: a second full deadline); they fail with it, and never trust the cache.
-      next?.reject(error);
+      // (`next` was cleared before the await; callers may have set it since.)
+      const joined = next as PromiseWithResolvers<void> | undefined;
+      joined?.reject(error);
       next = undefined;
     } finally {
       running = false;
