@@ -281,11 +281,7 @@ describe("agentpass CLI against a real identity service", () => {
     await login();
     const partner = await identity.createPartner({ name: "R", ownerEmail: "r@example.com" });
     const other = await identity.createPartner({ name: "S", ownerEmail: "s@example.com" });
-    await identity.service.ctx.oauth.addResource(
-      partner.id,
-      "https://notes.example/api",
-      Date.now(),
-    );
+    await identity.addPartnerResource(partner.id, "https://notes.example/api");
     const bound = await run(["token", "--resource", "https://notes.example/api"]);
     assert.equal(bound.code, 0, bound.stderr);
     assert.equal(await verifyStatus(bound.stdout.trim(), partner.id), 200);

@@ -4,7 +4,6 @@ import type { Needs } from "../context.ts";
 import { randomSecret, sha256 } from "../infra/crypto.ts";
 import type { FetchResult } from "../infra/fetch-public-document.ts";
 import type { RateLimiter, RateLimitResult } from "../infra/rate-limit.ts";
-import type { KeyRecord } from "../store/store.ts";
 import { issueKey } from "./credentials.ts";
 import { displayableClientName } from "./device-login.ts";
 import { displayPrefixOf, generateKey, hashKey, isWellFormedKey } from "./keys.ts";
@@ -129,8 +128,7 @@ export function validRedirectUris(value: unknown): string[] | null {
     } catch {
       return null;
     }
-    const loopback = ["127.0.0.1", "[::1]", "localhost"].includes(url.hostname);
-    if (url.hash || !(url.protocol === "https:" || (url.protocol === "http:" && loopback))) {
+    if (url.hash || !isHttpsOrLoopback(url)) {
       return null;
     }
     uris.push(item);
@@ -219,9 +217,9 @@ function canonicalResource(value: string): string | undefined {
   } catch {
     return undefined;
   }
-  const loopback = ["127.0.0.1", "[::1]", "localhost"].includes(url.hostname);
-  const scheme = url.protocol === "https:" || (url.protocol === "http:" && loopback);
-  if (!scheme || url.hash || url.search || url.username || url.password) return undefined;
+  if (!isHttpsOrLoopback(url) || url.hash || url.search || url.username || url.password) {
+    return undefined;
+  }
   // The URL as a client will send it: no trailing slash on a bare origin.
   return url.pathname === "/" ? url.origin : url.href;
 }
@@ -353,8 +351,6 @@ export type TokenResult =
       expiresIn: number;
       refreshToken?: string;
       scope?: string;
-      /** The key created for this answer: revoked if the answer cannot be written. */
-      issuedKeyId?: string;
     }
   | { ok: false; error: TokenError; description: string }
   | { ok: false; error: "rate_limited"; limit: RateLimitResult };
@@ -485,21 +481,7 @@ export async function refresh(
   return { ok: true, accessToken: sealed.sessionToken, expiresIn, refreshToken: next };
 }
 
-export type IntrospectionResult =
-  | { ok: false; code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" }
-  | { ok: true; active: false }
-  | {
-      ok: true;
-      active: true;
-      email: string;
-      sub: string;
-      aud?: string;
-      clientId: string;
-      iat: number;
-      exp: number;
-    };
-
-/** Who revoked what, for RFC 7009: a user key and every token it made stop at once. */
+/** RFC 7009 for a refresh token: the user key, its successors and every token they made stop at once. */
 export async function revokeRefreshToken(
   ctx: Needs<"store" | "oauth" | "clock">,
   token: string,
@@ -512,12 +494,11 @@ export async function revokeRefreshToken(
   return "revoked";
 }
 
-/** Marks what a device-flow answer gave as never given: the answer could not be written. */
-export async function undoIssuedKey(ctx: Needs<"store" | "clock">, keyId: string): Promise<void> {
-  await ctx.store.revokeKey("user_keys", keyId, ctx.clock());
+/** https, or http on a loopback address (a native app's or a developer's own machine). */
+function isHttpsOrLoopback(url: URL): boolean {
+  const loopback = ["127.0.0.1", "[::1]", "localhost"].includes(url.hostname);
+  return url.protocol === "https:" || (url.protocol === "http:" && loopback);
 }
-
-export type { KeyRecord };
 
 function invalidGrant(description: string): TokenResult {
   return { ok: false, error: "invalid_grant", description };
