@@ -32,17 +32,23 @@ export async function startProduct(
   });
   try {
     const notesPort = env.NOTES_PORT ?? "4001";
+    const notesUrl = (env.NOTES_PUBLIC_URL ?? `http://localhost:${notesPort}`).replace(/\/+$/, "");
     const partnerKey = await ensureNotesPartner(
       identityService.ctx,
       identityConfig.config.dataDir,
-      `http://localhost:${notesPort}`,
+      notesUrl,
     );
     const notesConfig = loadNotesConfig({
       ...env,
       PORT: notesPort,
       DATABASE_URL: env.NOTES_DATABASE_URL,
       PUBLIC_URL: env.NOTES_PUBLIC_URL,
-      AGENTPASS_URL: identity.url,
+      // AgentPass as clients know it (its PUBLIC_URL, by default http://localhost:<port>): the
+      // notes API's protected-resource metadata names this URL, and an OAuth client checks it
+      // against the issuer AgentPass's metadata declares.
+      AGENTPASS_URL: env.PUBLIC_URL
+        ? identityConfig.config.publicUrl
+        : identity.url.replace("127.0.0.1", "localhost"),
       AGENTPASS_PARTNER_KEY: partnerKey,
     });
     if (!notesConfig.ok) throw new Error(notesConfig.error.replace("PORT", "NOTES_PORT"));
