@@ -140,7 +140,7 @@ for (const engine of testEngines()) {
       assert.match(tokens.refresh_token ?? "", /^apu_/);
       assert.equal(tokens.token_type, "bearer");
       assert.equal(tokens.expires_in, 300);
-      // The access token is a session token: the spec's verify path takes it unchanged.
+      // The access token is a session token: `POST /api/verify` takes it unchanged.
       assert.deepEqual(await as.verify(partner.key, tokens.access_token), {
         status: 200,
         body: { email: account.email },

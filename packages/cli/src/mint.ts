@@ -14,7 +14,7 @@ export interface MintedToken {
 }
 
 /**
- * Whom a token is for: any partner (`null`), one partner by id (the spec's `audience`), or the
+ * Whom a token is for: any partner (`null`), one partner by id (`audience`), or the
  * partner registered for a resource URL (RFC 8707).
  */
 export type TokenTarget = null | { audience: string } | { resource: string };
@@ -28,7 +28,7 @@ export function looksLikeUserKey(key: string): boolean {
 
 /**
  * Trades the user key for a session token: with the OAuth refresh grant (the user key is the
- * refresh token), or with the spec's `POST /api/session-tokens` for an audience. Failures become
+ * refresh token), or with `POST /api/session-tokens` for an audience. Failures become
  * CliErrors, one exit code per kind.
  *
  * @example

@@ -15,7 +15,7 @@ export interface ServiceAnswer {
 
 /**
  * `POST <url><path>`: form-encoded for the OAuth endpoints, or JSON with the user key as Bearer
- * for the spec's `/api/session-tokens`. Null when the service cannot be reached in time: each
+ * for `/api/session-tokens`. Null when the service cannot be reached in time: each
  * caller decides what that means (a failed command, or a key left live to report).
  */
 export async function postToService(

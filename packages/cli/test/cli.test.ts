@@ -51,7 +51,7 @@ describe("agentpass CLI against a real identity service", () => {
   const configFile = (name: string) => join(home, ".config", "agentpass", name);
   const savedKey = (): string | undefined =>
     JSON.parse(readFileSync(configFile("credentials.json"), "utf8"))[identity.url]?.key;
-  /** The status of the spec's mint with `key`: 201 while it works, 403 once it is revoked. */
+  /** The status of a mint (`POST /api/session-tokens`) with `key`: 201 while it works, 403 once it is revoked. */
   const mintStatus = async (key: string) =>
     (
       await fetch(`${identity.url}/api/session-tokens`, {
