@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
 import { sql, type Transaction } from "kysely";
 import { type NotesLimits, noteTextBytes, refuseOverCaps } from "./limits.ts";
-import { decodeNote, decodeTag, NOTE_COLUMNS } from "./rows.ts";
+import { decodeNote, decodeTag, NOTE_COLUMNS, type NoteRow, type TagRow } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
 import type { Note, NoteFields, Tag } from "./types.ts";
 
@@ -36,26 +36,34 @@ export function createNotes(
       return readNote(reads, userId, id);
     },
 
-    /** A new note; refused (`NOTE_LIMIT`, `TEXT_LIMIT`) past the user's caps. */
+    /**
+     * A new note; refused (`NOTE_LIMIT`, `TEXT_LIMIT`) past the user's caps. Its tags are read
+     * before the note is written and nothing is read back: a create of the user waits for the
+     * one before it from the moment its insert counts the note (PostgreSQL locks the user's row
+     * until commit), so the statements after it are only the ones the caps need.
+     */
     createNote(userId: string, fields: NoteFields, tagIds: string[], now: number): Promise<Note> {
-      const id = randomUUID();
+      const row: NoteRow = {
+        id: randomUUID(),
+        title: fields.title,
+        content: JSON.stringify(fields.content),
+        content_text: fields.contentText,
+        created_at: now,
+        updated_at: now,
+      };
       return database.transaction(async (trx) => {
+        const tags = await ownedTags(trx, userId, tagIds);
         await trx
           .insertInto("notes")
           .values({
             ...(engine === "sqlite" && { seq: nextNoteSeq(userId) }),
-            id,
+            ...row,
             user_id: userId,
-            title: fields.title,
-            content: JSON.stringify(fields.content),
-            content_text: fields.contentText,
-            created_at: now,
-            updated_at: now,
           })
           .execute();
+        await tagNote(trx, userId, row.id, tags);
         await refuseOverCaps(trx, caps, userId, { created: true, grew: true });
-        await setNoteTags(trx, userId, id, tagIds);
-        return (await readNote(trx, userId, id)) as Note;
+        return decodeNote(row, tags.map(decodeTag));
       });
     },
 
@@ -107,7 +115,7 @@ export function createNotes(
             .where("user_id", "=", userId)
             .where("note_id", "=", id)
             .execute();
-          await setNoteTags(trx, userId, id, tagIds);
+          await tagNote(trx, userId, id, await ownedTags(trx, userId, tagIds));
         }
         return readNote(trx, userId, id);
       });
@@ -159,23 +167,33 @@ async function tagsOfNote(
   return rows.map(decodeTag);
 }
 
-/** Assigns the tags among `tagIds` that the user owns; the others are ignored. */
-async function setNoteTags(
+/** The tags among `tagIds` that the user owns, in tag order; the others are ignored. */
+async function ownedTags(
+  trx: Transaction<NotesDatabase>,
+  userId: string,
+  tagIds: string[],
+): Promise<TagRow[]> {
+  if (tagIds.length === 0) return [];
+  return trx
+    .selectFrom("tags")
+    .select(["id", "name", "created_at"])
+    .where("user_id", "=", userId)
+    .where("id", "in", tagIds)
+    .orderBy("name_key")
+    .orderBy("id")
+    .execute();
+}
+
+/** Gives the note `noteId` the tags `tags` (`ownedTags`). */
+async function tagNote(
   trx: Transaction<NotesDatabase>,
   userId: string,
   noteId: string,
-  tagIds: string[],
+  tags: readonly TagRow[],
 ): Promise<void> {
-  if (tagIds.length === 0) return;
-  const owned = await trx
-    .selectFrom("tags")
-    .select("id")
-    .where("user_id", "=", userId)
-    .where("id", "in", tagIds)
-    .execute();
-  if (owned.length === 0) return;
+  if (tags.length === 0) return;
   await trx
     .insertInto("note_tags")
-    .values(owned.map((tag) => ({ user_id: userId, note_id: noteId, tag_id: tag.id })))
+    .values(tags.map((tag) => ({ user_id: userId, note_id: noteId, tag_id: tag.id })))
     .execute();
 }
