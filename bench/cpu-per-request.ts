@@ -6,14 +6,25 @@
  *
  *   node bench/cpu-per-request.ts                          # ceiling, verify, mint, list-20
  *   node bench/cpu-per-request.ts --only ceiling,mint --rounds 4 --duration 5
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/cpu-per-request.ts
+ *
+ * With `DATABASE_URL` the services run on PostgreSQL (fresh databases, dropped at the end, as in
+ * `npm run bench`), and each line adds the CPU the database server's processes used per request
+ * (every process of the user the server runs as, when it runs on this machine).
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { seedNotes } from "./seed-notes.ts";
-import { runCommand, SERVICE_NODE_FLAGS, type Server, startServer } from "./servers.ts";
+import {
+  createBenchDatabases,
+  runCommand,
+  SERVICE_NODE_FLAGS,
+  type Server,
+  startServer,
+} from "./servers.ts";
 
 const { values } = parseArgs({
   options: {
@@ -33,10 +44,12 @@ const start = async (name: string, args: string[], env: Record<string, string>) 
   return server;
 };
 
+const databases = await createBenchDatabases(process.env.DATABASE_URL);
+const databaseServer = databases.identity ? databaseServerUser() : undefined;
 try {
   const identityEnv = {
     DATA_DIR: join(work, "identity"),
-    DATABASE_URL: "",
+    DATABASE_URL: databases.identity ?? "",
     PORT: "0",
     HOST: "127.0.0.1",
     LOG_LEVEL: "info",
@@ -74,7 +87,7 @@ try {
   if (only.includes("list-20")) {
     const notesEnv = {
       DATA_DIR: join(work, "notes"),
-      DATABASE_URL: "",
+      DATABASE_URL: databases.notes ?? "",
       PORT: "0",
       HOST: "127.0.0.1",
       LOG_LEVEL: "info",
@@ -82,7 +95,7 @@ try {
       AGENTPASS_PARTNER_KEY: partnerKey,
     };
     await seedNotes(
-      { databaseUrl: undefined, dataDir: notesEnv.DATA_DIR },
+      { databaseUrl: databases.notes, dataDir: notesEnv.DATA_DIR },
       "bench-user@example.com",
       Number(values.notes),
     );
@@ -131,6 +144,8 @@ try {
   for (let round = 1; round <= Number(values.rounds); round++) {
     for (const scenario of scenarios) {
       const before = cpuMicroseconds(scenario.server.pid);
+      const databaseBefore =
+        databaseServer === undefined ? undefined : databaseServerCpu(databaseServer);
       const result = await autocannon({
         url: scenario.url,
         method: scenario.name === "list-20" ? "GET" : "POST",
@@ -141,15 +156,20 @@ try {
       });
       const used = cpuMicroseconds(scenario.server.pid) - before;
       const answered = result.requests.total;
+      const database =
+        databaseServer !== undefined && scenario.server !== ceiling
+          ? `  database ${(cpuSince(databaseBefore ?? new Map(), databaseServerCpu(databaseServer)) / answered).toFixed(1)} µs/request`
+          : "";
       console.log(
         `round ${round} ${scenario.name.padEnd(12)} ${String(Math.round(result.requests.average)).padStart(6)} req/s` +
           `  p99 ${result.latency.p99} ms  ${(used / answered).toFixed(1)} µs/request` +
-          `  (${Math.round(used / 10_000 / duration)} % of a core)  non-2xx ${result.non2xx}`,
+          `  (${Math.round(used / 10_000 / duration)} % of a core)${database}  non-2xx ${result.non2xx}`,
       );
     }
   }
 } finally {
   await Promise.all(servers.map((server) => server.stop()));
+  await databases.drop();
   rmSync(work, { recursive: true, force: true });
 }
 
@@ -157,4 +177,41 @@ try {
 function cpuMicroseconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** The uid the local PostgreSQL server runs as: the owner of its postmaster's process. */
+function databaseServerUser(): number | undefined {
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres") {
+        return statSync(`/proc/${pid}`).uid;
+      }
+    } catch {
+      // The process ended while it was read.
+    }
+  }
+  return undefined;
+}
+
+/** The CPU time so far of each process of `uid` (the database server's), in µs, by pid. */
+function databaseServerCpu(uid: number): Map<string, number> {
+  const used = new Map<string, number>();
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (statSync(`/proc/${pid}`).uid === uid) used.set(pid, cpuMicroseconds(Number(pid)));
+    } catch {
+      // The process ended while it was read.
+    }
+  }
+  return used;
+}
+
+/**
+ * The CPU the processes of `after` used since `before`, in µs; a process started since counts
+ * from 0, and one that ended in between is not counted (its time can no longer be read).
+ */
+function cpuSince(before: Map<string, number>, after: Map<string, number>): number {
+  let total = 0;
+  for (const [pid, used] of after) total += used - (before.get(pid) ?? 0);
+  return total;
 }

@@ -12,11 +12,17 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import pg from "pg";
 import { type Measurement, measure, median, medianOf, probe, type Scenario } from "./measure.ts";
 import { printTable } from "./report.ts";
 import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
-import { ROOT, runCommand, SERVICE_NODE_FLAGS, type Server, startServer } from "./servers.ts";
+import {
+  createBenchDatabases,
+  ROOT,
+  runCommand,
+  SERVICE_NODE_FLAGS,
+  type Server,
+  startServer,
+} from "./servers.ts";
 import { judgeTargets, printTargets } from "./targets.ts";
 
 const { values } = parseArgs({
@@ -42,7 +48,7 @@ const LARGE_ANSWER_BYTES = 1024;
 
 const work = mkdtempSync(join(tmpdir(), "agentpass-bench-"));
 const servers: Server[] = [];
-const databases = await createDatabases(process.env.DATABASE_URL);
+const databases = await createBenchDatabases(process.env.DATABASE_URL);
 const engine = databases.identity ? "postgres" : "sqlite";
 const identityEnv = {
   DATA_DIR: join(work, "identity"),
@@ -417,34 +423,4 @@ async function start(name: string, args: string[], env: Record<string, string>):
   const server = await startServer(name, args, env);
   servers.push(server);
   return server;
-}
-
-/** On PostgreSQL: one fresh database per service, dropped at the end. */
-async function createDatabases(adminUrl: string | undefined) {
-  if (!adminUrl) return { identity: undefined, notes: undefined, drop: async () => {} };
-  const suffix = randomBytes(4).toString("hex");
-  const names = {
-    identity: `agentpass_bench_identity_${suffix}`,
-    notes: `agentpass_bench_notes_${suffix}`,
-  };
-  const admin = async (statement: (name: string) => string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      for (const name of Object.values(names)) await client.query(statement(name));
-    } finally {
-      await client.end();
-    }
-  };
-  await admin((name) => `CREATE DATABASE ${name}`);
-  const url = (name: string) => {
-    const parsed = new URL(adminUrl);
-    parsed.pathname = `/${name}`;
-    return parsed.toString();
-  };
-  return {
-    identity: url(names.identity),
-    notes: url(names.notes),
-    drop: () => admin((name) => `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  };
 }

@@ -1,6 +1,8 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -120,4 +122,34 @@ export function rssMegabytes(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** On PostgreSQL: one fresh database per service, dropped at the end. */
+export async function createBenchDatabases(adminUrl: string | undefined) {
+  if (!adminUrl) return { identity: undefined, notes: undefined, drop: async () => {} };
+  const suffix = randomBytes(4).toString("hex");
+  const names = {
+    identity: `agentpass_bench_identity_${suffix}`,
+    notes: `agentpass_bench_notes_${suffix}`,
+  };
+  const admin = async (statement: (name: string) => string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try {
+      for (const name of Object.values(names)) await client.query(statement(name));
+    } finally {
+      await client.end();
+    }
+  };
+  await admin((name) => `CREATE DATABASE ${name}`);
+  const url = (name: string) => {
+    const parsed = new URL(adminUrl);
+    parsed.pathname = `/${name}`;
+    return parsed.toString();
+  };
+  return {
+    identity: url(names.identity),
+    notes: url(names.notes),
+    drop: () => admin((name) => `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
 }
