@@ -6,6 +6,7 @@
  *
  *   node bench/cpu-per-request.ts                          # ceiling, verify, mint, list-20
  *   node bench/cpu-per-request.ts --only ceiling,mint --rounds 4 --duration 5
+ *   node bench/cpu-per-request.ts --only ceiling,create --notes 1000   # POST /api/notes
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/cpu-per-request.ts
  *
  * With `DATABASE_URL` the services run on PostgreSQL (fresh databases, dropped at the end, as in
@@ -84,7 +85,7 @@ try {
   const body = JSON.stringify({ sessionToken: token });
 
   let notes: Server | undefined;
-  if (only.includes("list-20")) {
+  if (only.includes("list-20") || only.includes("create")) {
     const notesEnv = {
       DATA_DIR: join(work, "notes"),
       DATABASE_URL: databases.notes ?? "",
@@ -101,7 +102,12 @@ try {
     );
     notes = await start(
       "notes",
-      [...SERVICE_NODE_FLAGS, "apps/notes/src/bin.ts", "serve"],
+      [
+        ...SERVICE_NODE_FLAGS,
+        ...(process.env.PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"] : []),
+        "apps/notes/src/bin.ts",
+        "serve",
+      ],
       notesEnv,
     );
   }
@@ -136,7 +142,20 @@ try {
             headers: json,
             body,
           },
-          { name: "list-20", server: notes, url: listUrl, headers: { "x-session-token": token } },
+          {
+            name: "list-20",
+            server: notes,
+            url: listUrl,
+            method: "GET" as const,
+            headers: { "x-session-token": token },
+          },
+          {
+            name: "create",
+            server: notes,
+            url: `${notes.url}/api/notes`,
+            headers: { ...json, "x-session-token": token },
+            body: JSON.stringify({ title: "A bench note", contentText: "written by the bench" }),
+          },
         ]
       : []),
   ].filter((scenario) => only.some((name) => scenario.name.startsWith(name)));
@@ -148,7 +167,7 @@ try {
         databaseServer === undefined ? undefined : databaseServerCpu(databaseServer);
       const result = await autocannon({
         url: scenario.url,
-        method: scenario.name === "list-20" ? "GET" : "POST",
+        method: "method" in scenario ? scenario.method : "POST",
         headers: scenario.headers,
         body: scenario.body,
         connections: 50,

@@ -12,6 +12,7 @@ import {
 } from "kysely";
 import type pg from "pg";
 import { createSqliteChangeDetector } from "./change-detector.ts";
+import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { createGroupCommit } from "./group-commit.ts";
 import { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
@@ -52,6 +53,11 @@ export interface OpenDatabaseOptions {
    * with its own connection. 0 (the default) runs them on the service's own connection.
    */
   readerThreads?: number;
+  /**
+   * SQLite only: checkpoint the WAL on a thread of its own (`startCheckpointer`) rather than in
+   * the commit that fills it, for a service whose requests write. Default false.
+   */
+  checkpointThread?: boolean;
 }
 
 /**
@@ -94,6 +100,8 @@ export interface OpenedDatabase<T> {
   poolMode?: PoolMode;
   /** SQLite with `readerThreads` only: the threads that run long reads off the service's own. */
   readers?: ReaderPool;
+  /** SQLite with `checkpointThread` only: the thread that checkpoints the WAL. */
+  checkpointer?: Checkpointer;
   /**
    * SQLite only: whether anything may have changed since the last call: a commit by another
    * connection or process, or a `write` of this process. Undefined on PostgreSQL, where other
@@ -122,6 +130,12 @@ const UNANSWERED_GRACE_MS = 500;
 /** How long a SQLite statement waits for a lock another connection holds. */
 const BUSY_TIMEOUT_MS = 5000;
 
+/**
+ * How often the checkpoint thread copies the WAL into the database file: the WAL holds at most
+ * what the service writes in this time, plus what readers still need.
+ */
+const CHECKPOINT_INTERVAL_MS = 200;
+
 export function isPostgresUrl(url: string | undefined): url is string {
   return url !== undefined && /^postgres(ql)?:\/\//.test(url);
 }
@@ -148,7 +162,15 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
     threads > 0
       ? createReaderPool({ file, threads, cacheMb: options.cacheMb, timeoutMs: BUSY_TIMEOUT_MS })
       : undefined;
+  const checkpointer = options.checkpointThread
+    ? startCheckpointer(sqlite, {
+        file,
+        intervalMs: CHECKPOINT_INTERVAL_MS,
+        busyTimeoutMs: BUSY_TIMEOUT_MS,
+      })
+    : undefined;
   async function close() {
+    await checkpointer?.close();
     await readers?.close();
     await db.destroy();
   }
@@ -163,6 +185,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
     transaction,
     sqlite,
     readers,
+    checkpointer,
     hasChanged,
     migrate,
     readMigrations: readMigrationsOf,
