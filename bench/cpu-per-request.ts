@@ -7,6 +7,7 @@
  *   node bench/cpu-per-request.ts                          # ceiling, verify, mint, list-20
  *   node bench/cpu-per-request.ts --only ceiling,mint --rounds 4 --duration 5
  *   node bench/cpu-per-request.ts --only ceiling,create --notes 1000   # POST /api/notes
+ *   node bench/cpu-per-request.ts --only create --notes 1000 --cpu-prof /tmp/profiles
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/cpu-per-request.ts
  *
  * With `DATABASE_URL` the services run on PostgreSQL (fresh databases, dropped at the end, as in
@@ -33,8 +34,14 @@ const { values } = parseArgs({
     duration: { type: "string", default: "5" },
     notes: { type: "string", default: "100000" },
     only: { type: "string", default: "ceiling,verify,mint,list-20" },
+    "cpu-prof": { type: "string" },
   },
 });
+// With `--cpu-prof <folder>`, each service writes a V8 CPU profile there when it stops.
+const serviceFlags = [
+  ...SERVICE_NODE_FLAGS,
+  ...(values["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`] : []),
+];
 const only = values.only.split(",");
 const duration = Number(values.duration);
 const work = mkdtempSync(join(tmpdir(), "agentpass-cpu-"));
@@ -60,7 +67,7 @@ try {
   const ceiling = await start("ceiling", ["bench/ceiling-server.ts"], {});
   const identity = await start(
     "identity",
-    [...SERVICE_NODE_FLAGS, "apps/identity/src/bin.ts", "serve"],
+    [...serviceFlags, "apps/identity/src/bin.ts", "serve"],
     identityEnv,
   );
   const admin = (...args: string[]) =>
@@ -100,16 +107,7 @@ try {
       "bench-user@example.com",
       Number(values.notes),
     );
-    notes = await start(
-      "notes",
-      [
-        ...SERVICE_NODE_FLAGS,
-        ...(process.env.PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"] : []),
-        "apps/notes/src/bin.ts",
-        "serve",
-      ],
-      notesEnv,
-    );
+    notes = await start("notes", [...serviceFlags, "apps/notes/src/bin.ts", "serve"], notesEnv);
   }
   const listUrl = notes && `${notes.url}/api/notes?limit=20`;
   const listBytes = listUrl
