@@ -1,6 +1,7 @@
 /**
- * The thread of a `Checkpointer`: its own connection to the SQLite file, running a passive
- * checkpoint every `intervalMs` until it is told to stop, then closing its connection.
+ * The thread of a `Checkpointer`: its own connection to the SQLite file, running passive
+ * checkpoints until it is told to stop, then closing its connection: the next one `busyMs` after
+ * a checkpoint that copied frames, `idleMs` after one that found none to copy.
  */
 import { DatabaseSync } from "node:sqlite";
 import { parentPort, workerData } from "node:worker_threads";
@@ -12,10 +13,13 @@ const sqlite = new DatabaseSync(options.file, { timeout: options.busyTimeoutMs }
 const checkpoint = sqlite.prepare("PRAGMA wal_checkpoint(PASSIVE)");
 
 let timer: NodeJS.Timeout | undefined;
+let copiedBefore = -1;
 function run() {
   const { log, checkpointed } = checkpoint.get() as { log: number; checkpointed: number };
   parentPort?.postMessage({ kind: CHECKPOINTED, log, checkpointed });
-  timer = setTimeout(run, options.intervalMs);
+  const copied = checkpointed !== copiedBefore;
+  copiedBefore = checkpointed;
+  timer = setTimeout(run, copied ? options.busyMs : options.idleMs);
 }
 run();
 

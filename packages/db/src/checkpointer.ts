@@ -1,11 +1,12 @@
-import type { DatabaseSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 
 /** What the checkpoint thread is started with. */
 export interface CheckpointThreadOptions {
   file: string;
-  /** How long between two checkpoints, in ms. */
-  intervalMs: number;
+  /** How long after a checkpoint that copied frames the next one runs, in ms. */
+  busyMs: number;
+  /** How long after a checkpoint that found nothing to copy the next one runs, in ms. */
+  idleMs: number;
   /** How long its connection waits for a lock another holds. */
   busyTimeoutMs: number;
 }
@@ -15,33 +16,26 @@ export const CHECKPOINTED = "checkpointed";
 /** What the thread is sent to close its connection and end. */
 export const STOP = "stop";
 
-/** The frames at which SQLite's own automatic checkpoint runs (its default). */
-const AUTOMATIC_CHECKPOINT_FRAMES = 1000;
-
 export interface Checkpointer {
   /** Resolves after the next checkpoint that ends from now on (tests). */
   next(): Promise<{ log: number; checkpointed: number }>;
-  /** Ends the thread, once its connection is closed; SQLite's automatic checkpoint is back on. */
+  /** Ends the thread, once its connection is closed. */
   close(): Promise<void>;
 }
 
 /**
- * Checkpoints of a SQLite database in WAL mode on a thread of its own, so that no request waits
- * for one. SQLite's automatic checkpoint runs inside the commit that takes the WAL past 1,000
- * pages: that commit copies the pages into the database file and waits for both files to reach
- * the disk, on the service's one thread, and every request behind it waits too. Here the
- * service's connection `sqlite` never checkpoints (`wal_autocheckpoint = 0`); a thread with its
- * own connection runs a passive checkpoint every `intervalMs`, which blocks no writer and no
- * reader: it copies what no reader still needs, and a writer starts the WAL over once all of it
- * is copied. Should the thread stop, the connection's automatic checkpoint is turned back on, so
- * the WAL never grows without end.
+ * Checkpoints of a SQLite database in WAL mode, copied ahead on a thread of its own so that the
+ * service's thread seldom waits for one. SQLite's automatic checkpoint runs inside the commit
+ * that takes the WAL to 1,000 pages: that commit copies every page the WAL holds into the
+ * database file and waits for both files to reach the disk, on the service's one thread, with
+ * every request behind it. A thread with its own connection runs passive checkpoints one after
+ * another while there are frames to copy (they block no writer and no reader), so when the
+ * automatic checkpoint comes, nearly all is copied and on the disk already: it copies the last
+ * few pages, and the next write starts the WAL over. The automatic checkpoint stays on: it is
+ * what keeps the WAL bounded (a passive checkpoint alone never catches up with a writer that
+ * never stops, and a WAL starts over only once all of it is copied), with or without the thread.
  */
-export function startCheckpointer(
-  sqlite: DatabaseSync,
-  options: CheckpointThreadOptions,
-): Checkpointer {
-  sqlite.exec("PRAGMA wal_autocheckpoint = 0");
-  const automatic = () => sqlite.exec(`PRAGMA wal_autocheckpoint = ${AUTOMATIC_CHECKPOINT_FRAMES}`);
+export function startCheckpointer(options: CheckpointThreadOptions): Checkpointer {
   const worker = new Worker(new URL("./checkpoint-thread.ts", import.meta.url), {
     workerData: options,
   });
@@ -55,14 +49,9 @@ export function startCheckpointer(
     waiting = [];
     for (const resolve of resolved) resolve(message);
   });
-  // A thread that fails, or ends without being asked, leaves the checkpoints to SQLite again.
+  // A thread that fails leaves the checkpoints to SQLite's automatic one, as without it.
   worker.on("error", () => {});
-  const exited = new Promise<void>((resolve) =>
-    worker.once("exit", () => {
-      if (sqlite.isOpen) automatic();
-      resolve();
-    }),
-  );
+  const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   return {
     next: () => {
       if (closing) return Promise.reject(new Error("the checkpointer is closed"));

@@ -54,8 +54,9 @@ export interface OpenDatabaseOptions {
    */
   readerThreads?: number;
   /**
-   * SQLite only: checkpoint the WAL on a thread of its own (`startCheckpointer`) rather than in
-   * the commit that fills it, for a service whose requests write. Default false.
+   * SQLite only: copy the WAL into the database file ahead, on a thread of its own
+   * (`startCheckpointer`), so the commit that fills it has little left to copy: for a service
+   * whose requests write. Default false.
    */
   checkpointThread?: boolean;
 }
@@ -131,10 +132,10 @@ const UNANSWERED_GRACE_MS = 500;
 const BUSY_TIMEOUT_MS = 5000;
 
 /**
- * How often the checkpoint thread copies the WAL into the database file: the WAL holds at most
- * what the service writes in this time, plus what readers still need.
+ * The pace of the checkpoint thread, in ms: soon after a checkpoint that copied frames (the
+ * writes go on), and seldom while nothing is written.
  */
-const CHECKPOINT_INTERVAL_MS = 200;
+const CHECKPOINT_PACE = { busyMs: 5, idleMs: 100 };
 
 export function isPostgresUrl(url: string | undefined): url is string {
   return url !== undefined && /^postgres(ql)?:\/\//.test(url);
@@ -163,11 +164,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
       ? createReaderPool({ file, threads, cacheMb: options.cacheMb, timeoutMs: BUSY_TIMEOUT_MS })
       : undefined;
   const checkpointer = options.checkpointThread
-    ? startCheckpointer(sqlite, {
-        file,
-        intervalMs: CHECKPOINT_INTERVAL_MS,
-        busyTimeoutMs: BUSY_TIMEOUT_MS,
-      })
+    ? startCheckpointer({ file, ...CHECKPOINT_PACE, busyTimeoutMs: BUSY_TIMEOUT_MS })
     : undefined;
   async function close() {
     await checkpointer?.close();
