@@ -1,19 +1,32 @@
-import pino, { type Logger } from "pino";
+import pino, { type DestinationStream, type Logger } from "pino";
+
+/**
+ * What a log line may never show, by path: a caller's credential and the secrets an error object
+ * may carry. Named paths, not wildcards: a wildcard makes the logger walk every field of every
+ * line, the access log's line per request included, for fields no call site logs. So a call that
+ * logs something which could hold a secret logs it under one of these names (`err` for errors).
+ */
+export const REDACTED_PATHS = [
+  "req.headers.authorization",
+  "sessionToken",
+  "key",
+  "err.key",
+  "err.sessionToken",
+];
 
 /**
  * JSON-lines logs. Secrets never reach a log line: request bodies and Authorization headers are
  * never logged, and error objects are redacted of the fields that could carry them.
  */
-export function createLogger(level: string, to: "stdout" | "stderr" = "stdout"): Logger {
+export function createLogger(
+  level: string,
+  to: "stdout" | "stderr" | DestinationStream = "stdout",
+): Logger {
   return pino(
-    {
-      level,
-      base: { service: "agentpass-identity" },
-      redact: ["req.headers.authorization", "sessionToken", "key", "*.key", "*.sessionToken"],
-    },
+    { level, base: { service: "agentpass-identity" }, redact: REDACTED_PATHS },
     // The admin CLI logs to stderr: its stdout is the answer (a new key) that scripts read.
     // Asynchronous: lines that come while a write is under way go out together in the next one
     // (a write per request took a quarter of a verify's time); pino flushes what is left at exit.
-    pino.destination({ dest: to === "stderr" ? 2 : 1, sync: false }),
+    typeof to === "string" ? pino.destination({ dest: to === "stderr" ? 2 : 1, sync: false }) : to,
   );
 }
