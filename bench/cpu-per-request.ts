@@ -7,6 +7,7 @@
  *   node bench/cpu-per-request.ts                          # ceiling, verify, mint, list-20
  *   node bench/cpu-per-request.ts --only ceiling,mint --rounds 4 --duration 5
  *   node bench/cpu-per-request.ts --only ceiling,create --notes 1000   # POST /api/notes
+ *   node bench/cpu-per-request.ts --only search                # the search of `npm run bench`
  *   node bench/cpu-per-request.ts --only create --notes 1000 --cpu-prof /tmp/profiles
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/cpu-per-request.ts
  *
@@ -19,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { seedNotes } from "./seed-notes.ts";
+import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
 import {
   createBenchDatabases,
   runCommand,
@@ -92,7 +93,7 @@ try {
   const body = JSON.stringify({ sessionToken: token });
 
   let notes: Server | undefined;
-  if (only.includes("list-20") || only.includes("create")) {
+  if (["list-20", "search", "create"].some((name) => only.includes(name))) {
     const notesEnv = {
       DATA_DIR: join(work, "notes"),
       DATABASE_URL: databases.notes ?? "",
@@ -144,6 +145,14 @@ try {
             name: "list-20",
             server: notes,
             url: listUrl,
+            method: "GET" as const,
+            headers: { "x-session-token": token },
+          },
+          {
+            // The full-text search of `npm run bench`: 2,000 matches (seed-notes.ts), a page of 20.
+            name: "search",
+            server: notes,
+            url: `${notes.url}/api/notes?search=${SEARCH_TERM}&limit=20`,
             method: "GET" as const,
             headers: { "x-session-token": token },
           },
