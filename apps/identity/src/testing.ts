@@ -6,6 +6,7 @@ import { loadConfig } from "./config.ts";
 import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
 import { issueKey, revokeKey } from "./domain/credentials.ts";
 import { decideDeviceLogin } from "./domain/device-login.ts";
+import { hashKey } from "./domain/keys.ts";
 import { addPartnerResource } from "./domain/oauth.ts";
 import { createPartner } from "./domain/partners.ts";
 import { startWebSession } from "./domain/web-sessions.ts";
@@ -90,6 +91,10 @@ export async function startTestIdentityService(
     },
     async createPartnerKey(partnerId: string, name = "test") {
       return issue("partner", partnerId, name);
+    },
+    /** The OAuth client a user key was issued to: null for a key made in the dashboard. */
+    async clientOfUserKey(key: string): Promise<string | null | undefined> {
+      return (await ctx.store.findKeyByHash("user_keys", hashKey(key)))?.clientId;
     },
     async revokeUserKey(id: string) {
       await revokeKey(ctx, "user", id);

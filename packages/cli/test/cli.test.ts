@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -375,9 +374,7 @@ describe("agentpass CLI against a real identity service", () => {
       assert.ok(key);
       secrets.push(key);
       // Only the OAuth device grant records its client on the key (the old JSON one did not).
-      const hash = createHash("sha256").update(key).digest("base64url");
-      const record = await identity.service.ctx.store.findKeyByHash("user_keys", hash);
-      assert.equal(record?.clientId, "agentpass-cli");
+      assert.equal(await identity.clientOfUserKey(key), "agentpass-cli");
       // The access token of the device grant is cached: `token` answers it without a mint.
       const cached = Object.values(JSON.parse(readFileSync(configFile("tokens.json"), "utf8")));
       assert.equal(cached.length, 1);
