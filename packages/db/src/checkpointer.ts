@@ -11,7 +11,10 @@ export interface CheckpointThreadOptions {
   busyTimeoutMs: number;
 }
 
-/** What the thread posts after each checkpoint: the WAL's frames, and how many are copied. */
+/**
+ * What the thread posts after each checkpoint: the WAL's frames, and how many are copied; both
+ * -1 when it could not run (another connection, the automatic checkpoint, was checkpointing).
+ */
 export const CHECKPOINTED = "checkpointed";
 /** What the thread is sent to close its connection and end. */
 export const STOP = "stop";
