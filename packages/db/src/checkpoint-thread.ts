@@ -5,7 +5,13 @@
  */
 import { DatabaseSync } from "node:sqlite";
 import { parentPort, workerData } from "node:worker_threads";
-import { CHECKPOINTED, type CheckpointThreadOptions, STOP } from "./checkpointer.ts";
+import {
+  CHECKPOINTED,
+  type CheckpointReport,
+  type CheckpointThreadOptions,
+  STOP,
+  wallClock,
+} from "./checkpointer.ts";
 
 const options = workerData as CheckpointThreadOptions;
 const sqlite = new DatabaseSync(options.file, { timeout: options.busyTimeoutMs });
@@ -15,8 +21,14 @@ const checkpoint = sqlite.prepare("PRAGMA wal_checkpoint(PASSIVE)");
 let timer: NodeJS.Timeout | undefined;
 let copiedBefore = -1;
 function run() {
+  const startedAt = wallClock();
   const { log, checkpointed } = checkpoint.get() as { log: number; checkpointed: number };
-  parentPort?.postMessage({ kind: CHECKPOINTED, log, checkpointed });
+  parentPort?.postMessage({
+    kind: CHECKPOINTED,
+    log,
+    checkpointed,
+    startedAt,
+  } satisfies CheckpointReport);
   const copied = checkpointed !== copiedBefore;
   copiedBefore = checkpointed;
   timer = setTimeout(run, copied ? options.busyMs : options.idleMs);

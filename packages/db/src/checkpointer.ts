@@ -11,17 +11,38 @@ export interface CheckpointThreadOptions {
   busyTimeoutMs: number;
 }
 
-/**
- * What the thread posts after each checkpoint: the WAL's frames, and how many are copied; both
- * -1 when it could not run (another connection, the automatic checkpoint, was checkpointing).
- */
+/** The kind of what the thread posts after each checkpoint (`CheckpointReport`). */
 export const CHECKPOINTED = "checkpointed";
+
+/** What one checkpoint found. */
+export interface CheckpointResult {
+  /** The WAL's frames; -1 when it could not run (the automatic checkpoint was running). */
+  log: number;
+  /** How many of them are copied into the database file; -1 when it could not run. */
+  checkpointed: number;
+}
+
+/** What the thread posts after each checkpoint. */
+export interface CheckpointReport extends CheckpointResult {
+  kind: typeof CHECKPOINTED;
+  /** When the checkpoint started (`wallClock`). */
+  startedAt: number;
+}
+
+/** Milliseconds since the epoch, below the millisecond, comparable between threads. */
+export function wallClock(): number {
+  return performance.timeOrigin + performance.now();
+}
 /** What the thread is sent to close its connection and end. */
 export const STOP = "stop";
 
 export interface Checkpointer {
-  /** Resolves after the next checkpoint that ends from now on (tests). */
-  next(): Promise<{ log: number; checkpointed: number }>;
+  /**
+   * What the first checkpoint that starts from now on finds (tests): everything committed before
+   * the call is in the WAL it looks at. Reports of checkpoints that started before the call, still
+   * on their way from the thread, are passed over.
+   */
+  next(): Promise<CheckpointResult>;
   /** Ends the thread, once its connection is closed. */
   close(): Promise<void>;
 }
@@ -44,13 +65,14 @@ export function startCheckpointer(options: CheckpointThreadOptions): Checkpointe
   });
   // The thread never keeps the process alive.
   worker.unref();
-  let waiting: ((result: { log: number; checkpointed: number }) => void)[] = [];
+  let waiting: { since: number; resolve: (result: CheckpointResult) => void }[] = [];
   let closing = false;
-  worker.on("message", (message: { kind: string; log: number; checkpointed: number }) => {
-    if (message.kind !== CHECKPOINTED) return;
-    const resolved = waiting;
-    waiting = [];
-    for (const resolve of resolved) resolve(message);
+  worker.on("message", (report: CheckpointReport) => {
+    if (report.kind !== CHECKPOINTED) return;
+    const { log, checkpointed } = report;
+    const answered = waiting.filter((waiter) => report.startedAt > waiter.since);
+    waiting = waiting.filter((waiter) => report.startedAt <= waiter.since);
+    for (const waiter of answered) waiter.resolve({ log, checkpointed });
   });
   // A thread that fails leaves the checkpoints to SQLite's automatic one, as without it.
   worker.on("error", () => {});
@@ -58,7 +80,8 @@ export function startCheckpointer(options: CheckpointThreadOptions): Checkpointe
   return {
     next: () => {
       if (closing) return Promise.reject(new Error("the checkpointer is closed"));
-      return new Promise((resolve) => waiting.push(resolve));
+      const since = wallClock();
+      return new Promise((resolve) => waiting.push({ since, resolve }));
     },
     async close() {
       closing = true;
