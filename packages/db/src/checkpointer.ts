@@ -33,6 +33,7 @@ export interface CheckpointReport extends CheckpointResult {
 export function wallClock(): number {
   return performance.timeOrigin + performance.now();
 }
+
 /** What the thread is sent to close its connection and end. */
 export const STOP = "stop";
 
