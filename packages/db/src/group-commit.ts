@@ -9,7 +9,7 @@ interface Queued<T> {
 
 /**
  * SQLite transactions with group commit: the transactions asked for while one commit is under
- * way are run together, one after another in one SQLite transaction, each inside its own
+ * way, or in one turn of the event loop, are run together, one after another in one SQLite transaction, each inside its own
  * savepoint, and committed once. A commit costs far more than a small write (the WAL frames of
  * every page it touched, the full-text index's new segment), so under concurrent writes this is
  * where a write's time went.
@@ -59,11 +59,14 @@ export function createGroupCommit<T>(db: Kysely<T>) {
   return <R>(work: (trx: Transaction<T>) => Promise<R>): Promise<R> => {
     const done = Promise.withResolvers<unknown>();
     queue.push({ work, done });
-    // A batch starts once the current microtasks are done (the transactions asked for in the
-    // same turn join it); those that arrive while it runs form the next batch.
+    // A batch starts in the event loop's check phase, after the requests read from every
+    // socket ready in this turn have asked, each from a callback of its own. Started in a
+    // microtask, it would run to its commit before the next socket is read (SQLite answers
+    // synchronously), and every batch would hold one transaction. Those asked while it runs
+    // form the next batch.
     if (!running) {
       running = true;
-      queueMicrotask(run);
+      setImmediate(run);
     }
     return done.promise as Promise<R>;
   };

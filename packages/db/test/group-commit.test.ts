@@ -82,4 +82,43 @@ describe("SQLite transactions share commits (group commit)", () => {
     await database.transaction((trx) => trx.insertInto("parents").values({ id: 102 }).execute());
     assert.deepEqual(await rows(), [102]);
   });
+
+  it("commits together the transactions asked by the callbacks of one turn of the event loop", async () => {
+    await database.write((db) => sql`DELETE FROM children`.execute(db));
+    await database.write((db) => sql`DELETE FROM parents`.execute(db));
+    // Requests read from several sockets in one turn each ask from a callback of their own, and
+    // each runs its microtasks to the end before the next: a batch started in a microtask would
+    // hold only the first. As above, the second fails the batch's commit at COMMIT, so when the
+    // three share it none of them is kept.
+    const asked = await new Promise<Promise<string>[]>((resolve) => {
+      const promises: Promise<string>[] = [];
+      const ask = (work: () => Promise<unknown>) =>
+        setImmediate(() => {
+          promises.push(
+            work().then(
+              () => "fulfilled",
+              () => "rejected",
+            ),
+          );
+          if (promises.length === 3) resolve(promises);
+        });
+      ask(() =>
+        database.transaction((trx) => trx.insertInto("parents").values({ id: 200 }).execute()),
+      );
+      ask(() =>
+        database.transaction((trx) =>
+          trx.insertInto("children").values({ id: 200, parent_id: 999 }).execute(),
+        ),
+      );
+      ask(() =>
+        database.transaction((trx) => trx.insertInto("parents").values({ id: 201 }).execute()),
+      );
+    });
+    assert.deepEqual(
+      await Promise.all(asked),
+      ["rejected", "rejected", "rejected"],
+      "one commit held all three",
+    );
+    assert.deepEqual(await rows(), []);
+  });
 });

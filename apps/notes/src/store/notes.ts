@@ -1,6 +1,6 @@
-import { randomUUID } from "node:crypto";
 import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
 import { sql, type Transaction } from "kysely";
+import { newId } from "./ids.ts";
 import { type NotesLimits, noteTextBytes, refuseOverCaps } from "./limits.ts";
 import { decodeNote, decodeTag, NOTE_COLUMNS, type NoteRow, type TagRow } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
@@ -44,7 +44,7 @@ export function createNotes(
      */
     createNote(userId: string, fields: NoteFields, tagIds: string[], now: number): Promise<Note> {
       const row: NoteRow = {
-        id: randomUUID(),
+        id: newId(),
         title: fields.title,
         content: JSON.stringify(fields.content),
         content_text: fields.contentText,

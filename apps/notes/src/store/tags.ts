@@ -1,5 +1,5 @@
-import { randomUUID } from "node:crypto";
 import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import { newId } from "./ids.ts";
 import { decodeTag } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
 import type { Tag } from "./types.ts";
@@ -23,7 +23,7 @@ export function createTags(database: Pick<OpenedDatabase<NotesDatabase>, "db" | 
 
     /** A new tag, or null when the user has one of that name (ignoring case). */
     async createTag(userId: string, name: string, now: number): Promise<Tag | null> {
-      const id = randomUUID();
+      const id = newId();
       const inserted = await database.write((db) =>
         db
           .insertInto("tags")
