@@ -102,6 +102,9 @@ try {
       LOG_LEVEL: "info",
       AGENTPASS_URL: identity.url,
       AGENTPASS_PARTNER_KEY: partnerKey,
+      // Creates are counted against caps they never reach (as in `npm run bench`).
+      MAX_NOTES_PER_USER: "10000000",
+      MAX_TEXT_BYTES_PER_USER: String(10 * 1024 ** 3),
     };
     await seedNotes(
       { databaseUrl: databases.notes, dataDir: notesEnv.DATA_DIR },

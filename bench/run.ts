@@ -105,6 +105,11 @@ try {
     LOG_LEVEL: "info",
     AGENTPASS_URL: identity.url,
     AGENTPASS_PARTNER_KEY: partnerKey,
+    // The writer's caps are set beyond what the run can write (5 rounds of 6 s at 10,000 creates
+    // a second is 300,000 notes): like the identity limits above, they count every create and
+    // refuse none.
+    MAX_NOTES_PER_USER: "10000000",
+    MAX_TEXT_BYTES_PER_USER: String(10 * 1024 ** 3),
   };
   console.error(`bench: seeding ${noteCount} notes`);
   await seedNotes(
