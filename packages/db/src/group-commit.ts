@@ -8,11 +8,11 @@ interface Queued<T> {
 }
 
 /**
- * SQLite transactions with group commit: the transactions asked for while one commit is under
- * way, or in one turn of the event loop, are run together, one after another in one SQLite transaction, each inside its own
- * savepoint, and committed once. A commit costs far more than a small write (the WAL frames of
- * every page it touched, the full-text index's new segment), so under concurrent writes this is
- * where a write's time went.
+ * SQLite transactions with group commit: the transactions asked for in one turn of the event
+ * loop, or while a batch runs, are run together, one after another in one SQLite transaction,
+ * each inside its own savepoint, and committed once. A commit costs far more than a small
+ * write (the WAL frames of every page it touched, the full-text index's new segment), so under
+ * concurrent writes this is where a write's time went.
  *
  * Each transaction still commits or rolls back as a whole: one that throws is rolled back to its
  * savepoint and rejected, the others go on. None resolves before the commit that holds it has
