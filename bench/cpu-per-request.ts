@@ -4,7 +4,8 @@
  * and the server's `utime + stime` (from /proc) over the run is divided by the requests answered.
  * Run it on two checkouts in turn (or alternate `git stash`) and compare the µs column.
  *
- *   node bench/cpu-per-request.ts                          # ceiling, verify, mint, list-20
+ *   node bench/cpu-per-request.ts                          # ceiling, verify*, mint, list-20
+ *   node bench/cpu-per-request.ts --only ceiling,introspect,verify-bad-request
  *   node bench/cpu-per-request.ts --only ceiling,mint --rounds 4 --duration 5
  *   node bench/cpu-per-request.ts --only ceiling,create --notes 1000   # POST /api/notes
  *   node bench/cpu-per-request.ts --only search                # the search of `npm run bench`
@@ -127,6 +128,23 @@ try {
       url: `${identity.url}/api/verify`,
       headers: { ...json, authorization: `Bearer ${partnerKey}` },
       body,
+    },
+    {
+      name: "verify-bad-request",
+      server: identity,
+      url: `${identity.url}/api/verify`,
+      headers: { ...json, authorization: `Bearer ${partnerKey}` },
+      body: "not json",
+    },
+    {
+      name: "introspect",
+      server: identity,
+      url: `${identity.url}/oauth/introspect`,
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: `Bearer ${partnerKey}`,
+      },
+      body: new URLSearchParams({ token }).toString(),
     },
     {
       name: "mint",
