@@ -209,7 +209,7 @@ try {
           : "";
       console.log(
         `round ${round} ${scenario.name.padEnd(12)} ${String(Math.round(result.requests.average)).padStart(6)} req/s` +
-          `  p99 ${result.latency.p99} ms  ${(used / answered).toFixed(1)} µs/request` +
+          `  p50 ${result.latency.p50} p90 ${result.latency.p90} p97.5 ${result.latency.p97_5} p99 ${result.latency.p99} mean ${result.latency.mean} ms  ${(used / answered).toFixed(1)} µs/request` +
           `  (${Math.round(used / 10_000 / duration)} % of a core)${database}  non-2xx ${result.non2xx}`,
       );
     }

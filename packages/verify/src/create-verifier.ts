@@ -91,6 +91,9 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
   const fetchImpl = options.fetch ?? globalThis.fetch;
   // Keyed by a digest of the token: the cache never holds a usable token.
   const cache = new Map<string, { result: VerifyResult; until: number }>();
+  // With a cache, the calls for one token that come while it is being asked share that request:
+  // when an entry lapses under load, every request in flight for the token would ask at once.
+  const asking = new Map<string, Promise<VerifyResult>>();
 
   /** Tells `onError` of a fault of the partner's own key, once until a call succeeds again. */
   function report(result: VerifyResult | IntrospectResult): void {
@@ -99,33 +102,49 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
     if (fault || result.ok) reported = fault?.code;
   }
 
+  /** AgentPass's answer for `token` (`callVerify` never throws). */
+  const ask = async (token: string): Promise<VerifyResult> => {
+    const result = await callVerify({
+      endpoint,
+      partnerKey,
+      sessionToken: token,
+      timeoutMs,
+      fetch: fetchImpl,
+    });
+    report(result);
+    return result;
+  };
+
+  /** Caches a success until `cacheTtlMs` from now, never past the token's own expiry. */
+  const keep = (key: string, result: VerifyResult): void => {
+    if (!result.ok || !result.expiresAt) return;
+    const until = Math.min(now() + cacheTtlMs, result.expiresAt.getTime());
+    if (until <= now()) return;
+    if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value as string);
+    cache.set(key, { result, until });
+  };
+
   return {
     async verify(sessionToken) {
       const invalid = checkArguments(partnerKey, sessionToken, endpoint);
       if (invalid) return invalid;
       const token = sessionToken as string;
-      const key = cacheTtlMs > 0 ? await digest(token) : "";
-      if (cacheTtlMs > 0) {
-        const hit = cache.get(key);
-        if (hit && hit.until > now()) return hit.result;
-        if (hit) cache.delete(key);
+      if (cacheTtlMs === 0) return ask(token);
+      const key = await digest(token);
+      const hit = cache.get(key);
+      if (hit && hit.until > now()) return hit.result;
+      if (hit) cache.delete(key);
+      let answer = asking.get(key);
+      if (!answer) {
+        answer = ask(token)
+          .then((result) => {
+            keep(key, result);
+            return result;
+          })
+          .finally(() => asking.delete(key));
+        asking.set(key, answer);
       }
-      const result = await callVerify({
-        endpoint,
-        partnerKey,
-        sessionToken: token,
-        timeoutMs,
-        fetch: fetchImpl,
-      });
-      report(result);
-      if (cacheTtlMs > 0 && result.ok && result.expiresAt) {
-        const until = Math.min(now() + cacheTtlMs, result.expiresAt.getTime());
-        if (until > now()) {
-          if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value as string);
-          cache.set(key, { result, until });
-        }
-      }
-      return result;
+      return answer;
     },
     async introspect(token) {
       if (typeof token !== "string" || token === "") return MISSING_TOKEN;

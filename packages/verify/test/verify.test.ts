@@ -182,6 +182,47 @@ describe("verify() against the real identity service", () => {
       assert.equal(calls, 3, "failures are asked again every time");
     });
 
+    it("asks once for concurrent verifications of a token it has not cached", async () => {
+      let calls = 0;
+      const counting: typeof fetch = (input, init) => {
+        calls++;
+        return fetch(input, init);
+      };
+      const partner = await identity.createPartner({ name: "S", ownerEmail: "s@example.com" });
+      const key = await identity.createPartnerKey(partner.id);
+      const cached = createVerifier({
+        partnerKey: key.key,
+        apiUrl: identity.url,
+        cacheTtlMs: 5_000,
+        now: () => now,
+        fetch: counting,
+      });
+      const token = await mint();
+      const results = await Promise.all(Array.from({ length: 20 }, () => cached.verify(token)));
+      assert.ok(results.every((result) => result.ok));
+      assert.equal(calls, 1, "the 20 callers shared one request");
+
+      now += 5_000;
+      await Promise.all(Array.from({ length: 20 }, () => cached.verify(token)));
+      assert.equal(calls, 2, "once the entry lapsed, again one request for all");
+
+      const forged = `aps_${"x".repeat(40)}`;
+      const refused = await Promise.all(Array.from({ length: 5 }, () => cached.verify(forged)));
+      assert.ok(refused.every((result) => result.status === 401));
+      assert.equal(calls, 3, "a refusal is shared by the callers waiting for it");
+      await cached.verify(forged);
+      assert.equal(calls, 4, "and not kept after");
+
+      calls = 0;
+      const uncached = createVerifier({
+        partnerKey: key.key,
+        apiUrl: identity.url,
+        fetch: counting,
+      });
+      await Promise.all(Array.from({ length: 5 }, () => uncached.verify(token)));
+      assert.equal(calls, 5, "without a cache every call asks, so a revocation holds on the next");
+    });
+
     it("lets a revocation reach the partner within 5 s, whatever cacheTtlMs asks", async () => {
       const partner = await identity.createPartner({ name: "L", ownerEmail: "l@example.com" });
       const key = await identity.createPartnerKey(partner.id);
