@@ -425,6 +425,67 @@ for (const engine of testEngines()) {
         );
       });
 
+      it("leaves people the record of a deleted partner, under its name, until they delete their account", async () => {
+        const owner = browser();
+        await signIn(owner);
+        const deleted = await createPartnerWithKey(owner, {
+          name: "Tide Tables",
+          website: "https://tides.example",
+        });
+        const ownerOfTwo = browser();
+        await signIn(ownerOfTwo);
+        const goneWithItsOwner = await createPartnerWithKey(ownerOfTwo, { name: "Moon Phases" });
+        const kept = await createPartnerWithKey(owner, { name: "Star Charts" });
+
+        const person = browser();
+        const email = await signIn(person);
+        const token = await identity.token(await createUserKey(person));
+        for (const partner of [deleted, goneWithItsOwner, kept]) {
+          const answer = await identity.verify(
+            `Bearer ${partner.key}`,
+            JSON.stringify({ sessionToken: token }),
+          );
+          assert.equal(answer.status, 200);
+        }
+        // The owners saw their own partners too: their records go with their accounts.
+        const ownToken = await identity.token(await createUserKey(ownerOfTwo));
+        const own = await identity.verify(
+          `Bearer ${goneWithItsOwner.key}`,
+          JSON.stringify({ sessionToken: ownToken }),
+        );
+        assert.equal(own.status, 200);
+
+        const removed = await owner.post(`${deleted.path}/delete`, { confirm: "yes" });
+        assert.equal(removed.status, 303);
+        const leaving = await ownerOfTwo.post("/account/delete", { confirm: "yes" });
+        assert.equal(leaving.status, 303);
+
+        const activity = await person.text("/activity");
+        assert.match(
+          activity,
+          /<tr><td>Tide Tables <span class="muted">\(deleted [^)]+\)<\/span><\/td>/,
+          "the deleted partner is listed under its name, without its website as a link",
+        );
+        assert.doesNotMatch(activity, /href="https:\/\/tides\.example"/);
+        assert.match(activity, /<tr><td>Moon Phases <span class="muted">\(deleted /);
+        assert.match(activity, /<tr><td>Star Charts<\/td>/);
+        assert.equal((activity.match(/<td>1<\/td>/g) ?? []).length, 3, "each seen once");
+
+        const account = await identity.ctx.store.findAccountByEmail(email);
+        assert.ok(account);
+        const departedOf = async (accountId: string) =>
+          (
+            await identity.ctx.store.db
+              .selectFrom("departed_partner_activity")
+              .select("partner_id")
+              .where("account_id", "=", accountId)
+              .execute()
+          ).length;
+        assert.equal(await departedOf(account.id), 2);
+        assert.equal((await person.post("/account/delete", { confirm: "yes" })).status, 303);
+        assert.equal(await departedOf(account.id), 0, "the person's records go with their account");
+      });
+
       it("refuses a website that is not http(s) and an empty name, with 400", async () => {
         const client = browser();
         await signIn(client);

@@ -45,11 +45,13 @@ export interface EmailSeenBy {
   firstAt: number;
   lastAt: number;
   count: number;
+  /** When the partner was deleted; null while it exists. Its name and website are as they were. */
+  deletedAt: number | null;
 }
 
 /**
  * The partners that verified a token of the account, and so learned its email, most recent
- * first. This instance's pending counts are written first.
+ * first, those deleted since included. This instance's pending counts are written first.
  */
 export async function partnersThatSawEmail(
   ctx: Needs<"usage" | "usageStore">,
@@ -64,5 +66,6 @@ export async function partnersThatSawEmail(
     firstAt: Number(row.firstAt),
     lastAt: Number(row.lastAt),
     count: Number(row.count),
+    deletedAt: row.deletedAt === null ? null : Number(row.deletedAt),
   }));
 }

@@ -66,17 +66,20 @@ export function listOwnedPartners(ctx: Needs<"store">, accountId: string): Promi
 }
 
 /**
- * Deletes a partner `accountId` owns, with its keys, usage counts and the record of whose email
- * it saw. Its keys are gone, so verifications with them are refused from the next request on, in
- * every process (the key caches are checked as for a revocation). False: no such partner of
- * that account.
+ * Deletes a partner `accountId` owns, with its keys and usage counts. Its keys are gone, so
+ * verifications with them are refused from the next request on, in every process (the key caches
+ * are checked as for a revocation). Each person whose email it saw keeps that record, with the
+ * partner's name as it was (migration 0010): this instance's pending counts are written first.
+ * False: no such partner of that account.
  */
 export async function deletePartner(
-  ctx: Needs<"store" | "oauth">,
+  ctx: Needs<"store" | "oauth" | "usage">,
   accountId: string,
   id: string,
 ): Promise<boolean> {
-  if (!isId(id) || !(await ctx.store.deletePartner(id, accountId))) return false;
+  if (!isId(id)) return false;
+  await ctx.usage.flush();
+  if (!(await ctx.store.deletePartner(id, accountId))) return false;
   // Its resource URLs are free again: no token can be bound to a partner that is gone.
   await ctx.oauth.removeResourcesOf(id);
   return true;

@@ -114,6 +114,20 @@ export interface IdentityDatabase {
     last_at: number;
     count: number;
   };
+  /**
+   * `partner_activity` of partners deleted since, copied by a trigger as the partner goes
+   * (migration 0010), with the partner's name and website as they were.
+   */
+  departed_partner_activity: {
+    account_id: string;
+    partner_id: string;
+    name: string;
+    website: string | null;
+    first_at: number;
+    last_at: number;
+    count: number;
+    deleted_at: number;
+  };
 }
 
 interface KeyTable {

@@ -1,4 +1,5 @@
 import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import { sql } from "kysely";
 import type { IdentityDatabase } from "./schema.ts";
 
 export interface UsageBatch {
@@ -78,6 +79,7 @@ export function createUsageStore(
         .execute();
     },
 
+    /** The partners that learned the account's email, deleted ones included, latest first. */
     async activityOf(accountId: string) {
       return reads
         .selectFrom("partner_activity")
@@ -89,9 +91,24 @@ export function createUsageStore(
           "partner_activity.first_at as firstAt",
           "partner_activity.last_at as lastAt",
           "partner_activity.count",
+          sql<number | null>`NULL`.as("deletedAt"),
         ])
         .where("partner_activity.account_id", "=", accountId)
-        .orderBy("partner_activity.last_at", "desc")
+        .unionAll(
+          reads
+            .selectFrom("departed_partner_activity")
+            .select([
+              "partner_id as partnerId",
+              "name",
+              "website",
+              "first_at as firstAt",
+              "last_at as lastAt",
+              "count",
+              "deleted_at as deletedAt",
+            ])
+            .where("account_id", "=", accountId),
+        )
+        .orderBy("lastAt", "desc")
         .execute();
     },
   };

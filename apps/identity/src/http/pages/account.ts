@@ -33,9 +33,13 @@ ${
     ? html`<p class="empty">No partner has verified a token of yours yet.</p>`
     : html`<table><thead><tr><th scope="col">Partner</th><th scope="col" class="optional">First</th><th scope="col">Last</th><th scope="col">Times</th></tr></thead>
 <tbody>${seen.map(
-        (
-          row,
-        ) => html`<tr><td>${row.name}${row.website ? html` <a href="${row.website}" rel="noopener noreferrer">${row.website}</a>` : ""}</td>
+        (row) => html`<tr><td>${row.name}${
+          row.deletedAt !== null
+            ? html` <span class="muted">(deleted ${formatTime(row.deletedAt)})</span>`
+            : row.website
+              ? html` <a href="${row.website}" rel="noopener noreferrer">${row.website}</a>`
+              : ""
+        }</td>
 <td class="optional">${formatTime(row.firstAt)}</td><td>${formatTime(row.lastAt)}</td><td>${row.count}</td></tr>`,
       )}</tbody></table>`
 }`,

@@ -119,7 +119,7 @@ ${
 <p><button type="submit">Add resource</button></p></form>
 <h2>Details</h2>${partnerForm(`/partners/${partner.id}`, web.csrf, partner)}
 <h2>Delete this partner</h2>
-<div class="card"><p>Deletes the partner with its keys, its usage and the record of whose email it saw. Verifications with its keys are refused from the next request on, and the directory stops listing it. This cannot be undone.</p>
+<div class="card"><p>Deletes the partner with its keys and its usage. The people whose email it saw keep that record on their own page. Verifications with its keys are refused from the next request on, and the directory stops listing it. This cannot be undone.</p>
 <p><a class="button danger" href="/partners/${partner.id}/delete">Delete partner…</a></p></div>`,
       }),
       error ? 400 : 200,
@@ -198,7 +198,7 @@ ${
       ownedPartner((c, web, partner) =>
         confirmPage(c, web, {
           title: "Delete this partner?",
-          text: html`The partner <strong>${partner.name}</strong> is deleted now, with its keys, its usage and the record of whose email it saw. Servers verifying with its keys are refused from the next request on, and the directory stops listing it.`,
+          text: html`The partner <strong>${partner.name}</strong> is deleted now, with its keys and its usage; the people whose email it saw keep that record. Servers verifying with its keys are refused from the next request on, and the directory stops listing it.`,
           action: `/partners/${partner.id}/delete`,
           button: "Delete partner",
           cancel: `/partners/${partner.id}`,
