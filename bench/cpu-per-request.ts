@@ -28,6 +28,7 @@ import {
   SERVICE_NODE_FLAGS,
   type Server,
   startServer,
+  warmCompileCache,
 } from "./servers.ts";
 
 const { values } = parseArgs({
@@ -66,6 +67,7 @@ try {
     MINTS_PER_MINUTE: "1000000000",
     FAILED_VERIFIES_PER_MINUTE: "1000000000",
   };
+  await warmCompileCache();
   const ceiling = await start("ceiling", ["bench/ceiling-server.ts"], {});
   const identity = await start(
     "identity",

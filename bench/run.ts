@@ -22,6 +22,7 @@ import {
   SERVICE_NODE_FLAGS,
   type Server,
   startServer,
+  warmCompileCache,
 } from "./servers.ts";
 import { judgeTargets, printTargets } from "./targets.ts";
 
@@ -68,6 +69,7 @@ try {
   console.error(
     `bench: ${engine}, ${rounds} round(s) of ${duration} s at ${connections} connections`,
   );
+  await warmCompileCache();
   const ceiling = await start("ceiling", ["bench/ceiling-server.ts"], {});
   const identity = await start(
     "identity",

@@ -14,7 +14,14 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { measure } from "./measure.ts";
-import { ROOT, rssMegabytes, runCommand, SERVICE_NODE_FLAGS, startServer } from "./servers.ts";
+import {
+  ROOT,
+  rssMegabytes,
+  runCommand,
+  SERVICE_NODE_FLAGS,
+  startServer,
+  warmCompileCache,
+} from "./servers.ts";
 
 const { values } = parseArgs({
   options: {
@@ -37,6 +44,7 @@ const env = {
   LOG_LEVEL: "info",
   MINTS_PER_MINUTE: "1000000",
 };
+await warmCompileCache();
 const identity = await startServer(
   "identity",
   [...SERVICE_NODE_FLAGS, "apps/identity/src/bin.ts", "serve"],
