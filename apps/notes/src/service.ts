@@ -1,5 +1,6 @@
 import { type MigrationReport, openDatabase, prepareSchema } from "@agentpass/db";
 import {
+  createLogDestination,
   createLoopbackClient,
   type Endpoint,
   type Listener,
@@ -79,13 +80,9 @@ export async function openNotesService(
   config: NotesConfig,
   options: { clock?: () => number; verifier?: Verifier; logger?: Logger } = {},
 ): Promise<NotesService> {
-  // Asynchronous writes: lines that come while one is under way go out together (as identity's).
   const logger =
     options.logger ??
-    pino(
-      { level: config.logLevel, base: { service: "agentpass-notes" } },
-      pino.destination({ dest: 1, sync: false }),
-    );
+    pino({ level: config.logLevel, base: { service: "agentpass-notes" } }, createLogDestination(1));
   const database = openNotesDatabase(config, {
     readerThreads: config.readerThreads,
     checkpointThread: true,

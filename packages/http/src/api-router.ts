@@ -208,8 +208,14 @@ export function logRequest(
   logger: Logger,
   request: { requestId: string; method: string; route: string; status: number; started: number },
 ): void {
-  const { started, ...fields } = request;
-  logger.info({ ...fields, ms: Math.round((performance.now() - started) * 10) / 10 }, "request");
+  const line = {
+    requestId: request.requestId,
+    method: request.method,
+    route: request.route,
+    status: request.status,
+    ms: Math.round((performance.now() - request.started) * 10) / 10,
+  };
+  logger.info(line, "request");
 }
 
 /**

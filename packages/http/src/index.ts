@@ -33,6 +33,7 @@ export {
   unauthorized,
 } from "./http-error.ts";
 export { isoTime } from "./iso-time.ts";
+export { createLogDestination, type LogDestination } from "./log-destination.ts";
 export { createLoopbackClient, type LoopbackRequest } from "./loopback.ts";
 export { allowedMethods, type RouteEntry } from "./not-allowed.ts";
 export { buildOpenApiDocument, RATE_LIMIT_HEADERS } from "./openapi.ts";

@@ -1,3 +1,4 @@
+import { createLogDestination } from "@agentpass/http";
 import pino, { type DestinationStream, type Logger } from "pino";
 
 /**
@@ -25,8 +26,6 @@ export function createLogger(
   return pino(
     { level, base: { service: "agentpass-identity" }, redact: REDACTED_PATHS },
     // The admin CLI logs to stderr: its stdout is the answer (a new key) that scripts read.
-    // Asynchronous: lines that come while a write is under way go out together in the next one
-    // (a write per request took a quarter of a verify's time); pino flushes what is left at exit.
-    typeof to === "string" ? pino.destination({ dest: to === "stderr" ? 2 : 1, sync: false }) : to,
+    typeof to === "string" ? createLogDestination(to === "stderr" ? 2 : 1) : to,
   );
 }
