@@ -8,22 +8,23 @@ export interface LogDestination extends DestinationStream {
 }
 
 /**
- * Where a service writes its JSON log lines (file descriptor 1 or 2): pino's asynchronous
- * destination, handed the lines of each turn of the event loop together (`batchByTurn`). Lines
- * still waiting when the process exits are written synchronously, as pino's destination does
- * with its own.
+ * Where a service writes its JSON log lines (file descriptor 1 or 2): pino's destination, handed
+ * the lines of each turn of the event loop together (`batchByTurn`) and writing them at once, on
+ * the service's thread: one write a turn, never a hand-off to another thread, and no line held
+ * in memory past its turn. So a reader that stops reading holds the service up, as pino's
+ * default destination does, rather than letting lines pile up. Lines still waiting when the
+ * process exits are written then.
  */
 export function createLogDestination(fd: 1 | 2): LogDestination {
-  const destination = batchByTurn(pino.destination({ dest: fd, sync: false }));
+  const destination = batchByTurn(pino.destination({ dest: fd, sync: true }));
   onExit.register(destination, (waiting: LogDestination) => waiting.flushSync());
   return destination;
 }
 
 /**
  * `sink`, handed the lines written in one turn of the event loop (every request answered in it
- * has its access-log line) together at the turn's end, as one write. Handed over line by line,
- * each line started a write of its own on libuv's thread pool, whose hand-offs cost the
- * service's thread more than building the lines.
+ * has its access-log line) together at the turn's end, as one write: a write per line cost the
+ * service more than building the lines.
  */
 export function batchByTurn(sink: LogDestination): LogDestination {
   let lines: string[] = [];
