@@ -16,7 +16,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { seedNotes } from "./seed-notes.ts";
-import { runCommand, SERVICE_NODE_FLAGS, type Server, startServer } from "./servers.ts";
+import { NODE_FLAGS, runCommand, type Server, startServer } from "./servers.ts";
 
 const { values } = parseArgs({
   options: {
@@ -52,7 +52,7 @@ try {
   const ceiling = await start("ceiling", ["bench/ceiling-server.ts"], {});
   const identity = await start(
     "identity",
-    [...SERVICE_NODE_FLAGS, "apps/identity/src/bin.ts", "serve"],
+    [...NODE_FLAGS.identity, "apps/identity/src/bin.ts", "serve"],
     identityEnv,
   );
   const admin = (...args: string[]) =>
@@ -90,7 +90,7 @@ try {
     mkdirSync(dataDir);
     copyFileSync(join(seeded, "notes.sqlite"), join(dataDir, "notes.sqlite"));
     const bin = side === "new" ? "apps/notes/src/bin.ts" : join(oldRoot, "apps/notes/src/bin.ts");
-    sides[side] = await start(side, [...SERVICE_NODE_FLAGS, bin, "serve"], {
+    sides[side] = await start(side, [...NODE_FLAGS.notes, bin, "serve"], {
       DATA_DIR: dataDir,
       DATABASE_URL: "",
       PORT: "0",

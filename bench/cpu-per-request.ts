@@ -24,8 +24,8 @@ import autocannon from "autocannon";
 import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
 import {
   createBenchDatabases,
+  NODE_FLAGS,
   runCommand,
-  SERVICE_NODE_FLAGS,
   type Server,
   startServer,
   warmCompileCache,
@@ -41,10 +41,9 @@ const { values } = parseArgs({
   },
 });
 // With `--cpu-prof <folder>`, each service writes a V8 CPU profile there when it stops.
-const serviceFlags = [
-  ...SERVICE_NODE_FLAGS,
-  ...(values["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`] : []),
-];
+const profileFlags = values["cpu-prof"]
+  ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`]
+  : [];
 const only = values.only.split(",");
 const duration = Number(values.duration);
 const work = mkdtempSync(join(tmpdir(), "agentpass-cpu-"));
@@ -71,7 +70,7 @@ try {
   const ceiling = await start("ceiling", ["bench/ceiling-server.ts"], {});
   const identity = await start(
     "identity",
-    [...serviceFlags, "apps/identity/src/bin.ts", "serve"],
+    [...NODE_FLAGS.identity, ...profileFlags, "apps/identity/src/bin.ts", "serve"],
     identityEnv,
   );
   const admin = (...args: string[]) =>
@@ -114,7 +113,11 @@ try {
       "bench-user@example.com",
       Number(values.notes),
     );
-    notes = await start("notes", [...serviceFlags, "apps/notes/src/bin.ts", "serve"], notesEnv);
+    notes = await start(
+      "notes",
+      [...NODE_FLAGS.notes, ...profileFlags, "apps/notes/src/bin.ts", "serve"],
+      notesEnv,
+    );
   }
   const listUrl = notes && `${notes.url}/api/notes?limit=20`;
   const listBytes = listUrl

@@ -17,9 +17,9 @@ import { printTable } from "./report.ts";
 import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
 import {
   createBenchDatabases,
+  NODE_FLAGS,
   ROOT,
   runCommand,
-  SERVICE_NODE_FLAGS,
   type Server,
   startServer,
   warmCompileCache,
@@ -73,7 +73,7 @@ try {
   const ceiling = await start("ceiling", ["bench/ceiling-server.ts"], {});
   const identity = await start(
     "identity",
-    [...SERVICE_NODE_FLAGS, "apps/identity/src/bin.ts", "serve"],
+    [...NODE_FLAGS.identity, "apps/identity/src/bin.ts", "serve"],
     identityEnv,
   );
   const admin = (...args: string[]) =>
@@ -126,7 +126,7 @@ try {
   );
   const notes = await start(
     "notes",
-    [...SERVICE_NODE_FLAGS, "apps/notes/src/bin.ts", "serve"],
+    [...NODE_FLAGS.notes, "apps/notes/src/bin.ts", "serve"],
     notesEnv,
   );
   const oidc = await start("oidc-provider", ["bench/oidc-peer.ts"], {});

@@ -4,15 +4,9 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 
-export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+export { NODE_FLAGS } from "../scripts/node-flags.ts";
 
-/**
- * How the services are run, as the README recommends for production: a young generation of at
- * most 4 MB per semi-space, and an old generation let grow to 1.3 times what the last full
- * collection kept (V8 picks up to 4 times under a high allocation rate), keep the heap V8
- * reserves (and so the RSS) small under load.
- */
-export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4", "--heap-growing-percent=30"];
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 /**
  * Where Node keeps the code it has stripped of TypeScript types, as the README recommends for

@@ -15,10 +15,10 @@ import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { measure } from "./measure.ts";
 import {
+  NODE_FLAGS,
   ROOT,
   rssMegabytes,
   runCommand,
-  SERVICE_NODE_FLAGS,
   startServer,
   warmCompileCache,
 } from "./servers.ts";
@@ -47,7 +47,7 @@ const env = {
 await warmCompileCache();
 const identity = await startServer(
   "identity",
-  [...SERVICE_NODE_FLAGS, "apps/identity/src/bin.ts", "serve"],
+  [...NODE_FLAGS.identity, "apps/identity/src/bin.ts", "serve"],
   env,
 );
 let failed = false;

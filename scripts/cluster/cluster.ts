@@ -149,7 +149,7 @@ export async function startCluster(options: {
         };
       }
       const bin = service === "identity" ? IDENTITY_BIN : NOTES_BIN;
-      const instance = await startInstance({ name, bin, port: await freePort(), env });
+      const instance = await startInstance({ name, service, bin, port: await freePort(), env });
       cleanups.push(() => instance.stop());
       return { instance, database, redis: redisProxy };
     };

@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { NODE_FLAGS } from "../node-flags.ts";
 
-/** The memory flags the README recommends for production, which the services run with here. */
-const MEMORY_FLAGS = ["--max-semi-space-size=4", "--heap-growing-percent=30"];
 /** How long an instance may take to answer /readyz 200 after it was started. */
 const READY_TIMEOUT_MS = 60_000;
 /** How much of an instance's output is kept for the report: its last lines. */
@@ -24,11 +23,12 @@ export interface ServiceInstance {
 }
 
 /**
- * Starts `node <bin> serve` on `port` of 127.0.0.1 with `env` as its whole environment (and
+ * Starts `node <bin> serve`, with the flags of its `service` (`NODE_FLAGS`), on `port` of 127.0.0.1 with `env` as its whole environment (and
  * PATH), and resolves once its `/readyz` answers 200, which says its database answers too.
  */
 export async function startInstance(options: {
   name: string;
+  service: keyof typeof NODE_FLAGS;
   bin: string;
   port: number;
   env: Record<string, string>;
@@ -39,15 +39,19 @@ export async function startInstance(options: {
   let exited: Promise<void> = Promise.resolve();
 
   async function launch() {
-    const started = spawn(process.execPath, [...MEMORY_FLAGS, options.bin, "serve"], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        ...options.env,
-        PORT: String(options.port),
-        HOST: "127.0.0.1",
+    const started = spawn(
+      process.execPath,
+      [...NODE_FLAGS[options.service], options.bin, "serve"],
+      {
+        env: {
+          PATH: process.env.PATH ?? "",
+          ...options.env,
+          PORT: String(options.port),
+          HOST: "127.0.0.1",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
       },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    );
     child = started;
     const keep = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-KEPT_OUTPUT_CHARS);
