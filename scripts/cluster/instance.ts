@@ -23,8 +23,9 @@ export interface ServiceInstance {
 }
 
 /**
- * Starts `node <bin> serve`, with the flags of its `service` (`NODE_FLAGS`), on `port` of 127.0.0.1 with `env` as its whole environment (and
- * PATH), and resolves once its `/readyz` answers 200, which says its database answers too.
+ * Starts `node <bin> serve`, with the flags of its `service` (`NODE_FLAGS`), on `port` of
+ * 127.0.0.1 with `env` as its whole environment (and PATH), and resolves once its `/readyz`
+ * answers 200, which says its database answers too.
  */
 export async function startInstance(options: {
   name: string;
