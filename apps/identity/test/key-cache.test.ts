@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { createPreparedQuery, type OpenedDatabase, openDatabase } from "@agentpass/db";
+import {
+  createPreparedQuery,
+  type OpenedDatabase,
+  openDatabase,
+  type PipelinedStatement,
+} from "@agentpass/db";
 import { testEngines } from "@agentpass/db/testing";
 import { loadConfig } from "../src/config.ts";
 import { issueKey, revokeKey } from "../src/domain/credentials.ts";
@@ -242,8 +247,14 @@ for (const engine of testEngines()) {
  */
 function countReads(database: OpenedDatabase<IdentityDatabase>, match: string) {
   const counted = { reads: 0, database };
-  const { pool, sqlite } = database;
-  if (pool) {
+  const { pool, pipeline, sqlite } = database;
+  if (pipeline) {
+    const query = <Row>(statement: PipelinedStatement) => {
+      if (statement.text.includes(match)) counted.reads++;
+      return pipeline.query<Row>(statement);
+    };
+    counted.database = { ...database, pipeline: { ...pipeline, query } };
+  } else if (pool) {
     const query = (config: { text: string }, values?: unknown[]) => {
       if (config.text.includes(match)) counted.reads++;
       return pool.query(config as never, values);

@@ -10,6 +10,7 @@ export {
   type Write,
   type WriteTransaction,
 } from "./open-database.ts";
+export type { Pipeline, PipelinedStatement } from "./pipeline.ts";
 export { isSchemaBehind, type PrepareSchemaOptions, prepareSchema } from "./prepare-schema.ts";
 export {
   createPreparedQuery,

@@ -15,6 +15,7 @@ import { createSqliteChangeDetector } from "./change-detector.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { createGroupCommit } from "./group-commit.ts";
 import { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
+import { createPipeline, type Pipeline } from "./pipeline.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
 
@@ -37,7 +38,11 @@ export interface OpenDatabaseOptions {
   dataDir: string;
   /** SQLite file name inside `dataDir`, such as `identity.sqlite`. */
   fileName: string;
-  /** PostgreSQL pool size: the connections this process opens at most. Default 10. */
+  /**
+   * PostgreSQL pool size: the connections this process opens at most for its writes, transactions
+   * and longer reads. Default 10. In `session` mode one connection more carries the prepared reads
+   * (`OpenedDatabase.pipeline`).
+   */
   poolSize?: number;
   /** PostgreSQL: what the server at `databaseUrl` is (`PoolMode`). Default `session`. */
   poolMode?: PoolMode;
@@ -97,6 +102,12 @@ export interface OpenedDatabase<T> {
   sqlite?: DatabaseSync;
   /** The PostgreSQL pool (PostgreSQL only). */
   pool?: pg.Pool;
+  /**
+   * PostgreSQL in `session` mode only: the one connection on which the prepared reads of every
+   * request are pipelined (`createPreparedQuery`). Behind a transaction pooler they go to the
+   * pool, one statement at a time: a pooler may hand a pipelined statement to another session.
+   */
+  pipeline?: Pipeline;
   /** PostgreSQL only: how the server hands out connections; prepared reads follow it. */
   poolMode?: PoolMode;
   /** SQLite with `readerThreads` only: the threads that run long reads off the service's own. */
@@ -233,9 +244,8 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
   };
   const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
   const poolMode = options.poolMode ?? "session";
-  const pool = new pg.Pool({
+  const connection: pg.ClientConfig = {
     connectionString: url,
-    max: options.poolSize ?? 10,
     types,
     // Every request has a deadline: a database that hangs must not hang requests, it answers 503.
     connectionTimeoutMillis: deadlineMs,
@@ -246,7 +256,9 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
       query_timeout: deadlineMs + UNANSWERED_GRACE_MS,
     }),
     keepAlive: true,
-  });
+  };
+  const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 10 });
+  const pipeline = poolMode === "session" ? createPipeline(pg.Client, connection) : undefined;
   // A client losing its connection (server restart) must not crash the process: an idle one is
   // reported on the pool, a checked-out one on itself, where nobody listens by default. Its
   // query is failed all the same, so the request that ran it still learns.
@@ -268,10 +280,14 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
     write,
     transaction,
     pool,
+    pipeline,
     poolMode,
     migrate,
     readMigrations: (service, migrations) => readMigrations(db, service, migrations),
-    close: () => db.destroy(),
+    async close() {
+      await pipeline?.close();
+      await db.destroy();
+    },
   };
 }
 

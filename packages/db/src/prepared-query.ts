@@ -23,12 +23,13 @@ export type PreparedRows<Row> = (...params: PreparedParam[]) => Promise<readonly
 /**
  * A single-row read for a hot path, prepared once and run without the query builder, whose
  * compilation and promise plumbing cost more than an indexed lookup. Write `sql` with `?`
- * placeholders; PostgreSQL gets `$1, $2, …` and a named (server-side prepared) statement,
- * except behind a transaction pooler (`poolMode: "transaction"`), where a statement prepared in
- * one server session is unknown to the next: there it is parsed afresh each time.
+ * placeholders; PostgreSQL gets `$1, $2, …` and a named (server-side prepared) statement on the
+ * database's pipelined connection (`OpenedDatabase.pipeline`), so keep it to a few rows read by
+ * index. Behind a transaction pooler (`poolMode: "transaction"`), where a statement prepared in
+ * one server session is unknown to the next, it goes to the pool and is parsed afresh each time.
  */
 export function createPreparedQuery<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "poolMode">,
+  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode">,
   sql: ReadSql,
 ): PreparedQuery<Row> {
   const rows = createReadStatement<Row>(database, sql, true);
@@ -37,7 +38,7 @@ export function createPreparedQuery<Row>(
 
 /** Like `createPreparedQuery`, for a read of many rows (a page of a list). */
 export function createPreparedRows<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "poolMode">,
+  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode">,
   sql: ReadSql,
 ): PreparedRows<Row> {
   return createReadStatement<Row>(database, sql, false);
@@ -49,7 +50,7 @@ export function createPreparedRows<Row>(
  * the first row only.
  */
 function createReadStatement<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "poolMode">,
+  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode">,
   sql: string,
   first: boolean,
 ): PreparedRows<Row> {
@@ -72,5 +73,7 @@ function createReadStatement<Row>(
     return async (...params) => (await pool.query({ text, values: params })).rows as Row[];
   }
   const name = `q_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
+  const pipeline = database.pipeline;
+  if (pipeline) return (...params) => pipeline.query<Row>({ name, text, values: params });
   return async (...params) => (await pool.query({ name, text, values: params })).rows as Row[];
 }

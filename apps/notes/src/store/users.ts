@@ -7,7 +7,10 @@ import type { User } from "./types.ts";
 
 /** The notes API's users: each is an AgentPass account, known here by its email. */
 export function createUsers(
-  database: Pick<OpenedDatabase<NotesDatabase>, "db" | "engine" | "write" | "sqlite" | "pool">,
+  database: Pick<
+    OpenedDatabase<NotesDatabase>,
+    "db" | "engine" | "write" | "sqlite" | "pool" | "pipeline" | "poolMode"
+  >,
 ) {
   const reads: ReadOnlyDb<NotesDatabase> = database.db;
   // Every authenticated request looks its user up: prepared, without the query builder.
