@@ -62,6 +62,7 @@ export function createPipeline(Client: typeof pg.Client, config: pg.ClientConfig
     async query<Row>(statement: PipelinedStatement): Promise<Row[]> {
       if (closed) throw new Error("Connection terminated: the pipeline is closed");
       const connected = client ?? (await (connecting ?? open()));
+      // The statements of one event-loop turn leave in one write: held until its check phase.
       if (!corked) {
         corked = true;
         const stream = connected.connection.stream;
