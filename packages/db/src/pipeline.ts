@@ -62,12 +62,13 @@ export function createPipeline(Client: typeof pg.Client, config: pg.ClientConfig
     async query<Row>(statement: PipelinedStatement): Promise<Row[]> {
       if (closed) throw new Error("Connection terminated: the pipeline is closed");
       const connected = client ?? (await (connecting ?? open()));
-      // The statements of one event-loop turn leave in one write: held until its check phase.
+      // The statements sent together (by one callback and the promise continuations it runs,
+      // such as the requests a shared read resumes) leave in one write, held no longer.
       if (!corked) {
         corked = true;
         const stream = connected.connection.stream;
         stream.cork();
-        setImmediate(() => {
+        process.nextTick(() => {
           corked = false;
           stream.uncork();
         });
