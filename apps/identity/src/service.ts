@@ -1,4 +1,9 @@
-import { type MigrationReport, openDatabase, prepareSchema, type Write } from "@agentpass/db";
+import {
+  type MigrationReport,
+  type OpenedDatabase,
+  openDatabase,
+  prepareSchema,
+} from "@agentpass/db";
 import {
   createLoopbackClient,
   type Endpoint,
@@ -18,6 +23,7 @@ import { deriveFlashKey } from "./infra/crypto.ts";
 import { createLogger } from "./infra/logger.ts";
 import { createMailer } from "./infra/mailer.ts";
 import {
+  type CounterDatabase,
   createDatabaseRateLimitStore,
   createMemoryRateLimitStore,
   createRedisRateLimitStore,
@@ -154,11 +160,11 @@ export async function openIdentityService(
  */
 function openRateLimitStore(
   config: Config,
-  database: { write: Write<IdentityDatabase>; engine: string },
+  database: CounterDatabase & Pick<OpenedDatabase<IdentityDatabase>, "engine">,
   clock: Clock,
   onError: (error: Error) => void,
 ): RateLimitStore {
   if (config.redisUrl) return createRedisRateLimitStore(config.redisUrl, { clock, onError });
-  if (database.engine === "postgres") return createDatabaseRateLimitStore(database.write);
+  if (database.engine === "postgres") return createDatabaseRateLimitStore(database);
   return createMemoryRateLimitStore(clock);
 }

@@ -70,7 +70,7 @@ function sharedStores() {
       async setUp() {
         const identity = await openTestIdentity("postgres");
         return {
-          open: () => createDatabaseRateLimitStore(identity.ctx.store.write),
+          open: () => createDatabaseRateLimitStore(identity.ctx.store.counters),
           errors: [],
           close: () => identity.close(),
         };
@@ -218,7 +218,7 @@ for (const engine of testEngines()) {
     if (engine === "postgres") {
       it("lets exactly MINTS_PER_MINUTE through two instances 30 s apart, by PostgreSQL's clock", async () => {
         await mintAcrossSkewedInstances({}, (identity) =>
-          createDatabaseRateLimitStore(identity.ctx.store.write),
+          createDatabaseRateLimitStore(identity.ctx.store.counters),
         );
       });
     }

@@ -108,7 +108,7 @@ for (const engine of testEngines()) {
           createRedisRateLimitStore(env.REDIS_URL, { clock: Date.now, onError: () => {} }),
         );
       } else if (!env.REDIS_URL && engine === "postgres") {
-        await awaitFreshMinute(createDatabaseRateLimitStore(identity.ctx.store.write));
+        await awaitFreshMinute(createDatabaseRateLimitStore(identity.ctx.store.counters));
       }
       return identity;
     }
@@ -250,8 +250,8 @@ for (const engine of testEngines()) {
         const identity = await open();
         const second = await secondInstance(identity, LIMITS);
         opened.push(second);
-        const stores = [identity.ctx.store.write, second.ctx.store.write].map((write) =>
-          createDatabaseRateLimitStore(write),
+        const stores = [identity.ctx.store.counters, second.ctx.store.counters].map((counters) =>
+          createDatabaseRateLimitStore(counters),
         );
         // 120 hits at once on one counter, half through each instance's store: each store
         // batches its hits, and the two batch streams interleave on the row.

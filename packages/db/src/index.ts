@@ -15,10 +15,12 @@ export { isSchemaBehind, type PrepareSchemaOptions, prepareSchema } from "./prep
 export {
   createPreparedQuery,
   createPreparedRows,
+  createPreparedWrite,
   type PreparedParam,
   type PreparedQuery,
   type PreparedRows,
   type ReadSql,
+  type WriteSql,
 } from "./prepared-query.ts";
 export { createRowsReader, type RowsReader } from "./read-rows.ts";
 export type { ReaderPool, ReaderRow, SqlParam } from "./reader-pool.ts";

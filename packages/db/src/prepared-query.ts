@@ -11,6 +11,11 @@ export type PreparedParam = string | number | null;
  */
 export type ReadSql = `SELECT ${string}`;
 
+/**
+ * The SQL of a prepared write (`createPreparedWrite`): one statement, which commits on its own.
+ */
+export type WriteSql = `INSERT ${string}` | `UPDATE ${string}` | `DELETE ${string}`;
+
 /** A prepared single-row read (`createPreparedQuery`): the row, or undefined. */
 export type PreparedQuery<Row> = (...params: PreparedParam[]) => Promise<Row | undefined>;
 
@@ -45,6 +50,25 @@ export function createPreparedRows<Row>(
 }
 
 /**
+ * A write for a hot path (a counter's upsert), prepared once and run without the query builder
+ * where a prepared read runs (`createPreparedQuery`), always through `OpenedDatabase.write`, so
+ * it is counted as every write is. Its rows are those its `RETURNING` clause names.
+ */
+export function createPreparedWrite<Row>(
+  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode"> & {
+    /** `OpenedDatabase.write`, of a database of any schema. */
+    write: <R>(work: () => Promise<R>) => Promise<R>;
+  },
+  sql: WriteSql,
+): PreparedRows<Row> {
+  if (!/^(INSERT|UPDATE|DELETE)\s/i.test(sql)) {
+    throw new TypeError(`a prepared write is one INSERT, UPDATE or DELETE: ${sql}`);
+  }
+  const run = createStatement<Row>(database, sql, false);
+  return (...params) => database.write(() => run(...params));
+}
+
+/**
  * `sql` prepared on first use. Refused unless it is a `SELECT` (`ReadSql`), so that no caller
  * typing its text as a plain string can slip a write past the count of writes. `first` reads
  * the first row only.
@@ -55,6 +79,15 @@ function createReadStatement<Row>(
   first: boolean,
 ): PreparedRows<Row> {
   if (!/^SELECT\s/i.test(sql)) throw new TypeError(`a prepared statement only reads: ${sql}`);
+  return createStatement<Row>(database, sql, first);
+}
+
+/** `sql` prepared on first use, on SQLite's connection or PostgreSQL's pipeline or pool. */
+function createStatement<Row>(
+  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode">,
+  sql: string,
+  first: boolean,
+): PreparedRows<Row> {
   if (database.sqlite) {
     const sqlite = database.sqlite;
     let statement: ReturnType<typeof prepareRowObjects> | undefined;

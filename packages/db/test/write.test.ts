@@ -4,6 +4,7 @@ import { sql } from "kysely";
 import {
   createPreparedQuery,
   createPreparedRows,
+  createPreparedWrite,
   type OpenedDatabase,
   openDatabase,
 } from "../src/index.ts";
@@ -71,6 +72,27 @@ for (const engine of testEngines()) {
       }
       assert.equal((await rows()).length, 2);
     });
+
+    it("prepares a write of one statement, committed on its own, with the rows it returns", async () => {
+      const rename = createPreparedWrite<{ id: number; name: string }>(
+        database,
+        "UPDATE items SET name = ? WHERE id = ? RETURNING id, name",
+      );
+      assert.deepEqual(await rename("renamed", 3), [{ id: 3, name: "renamed" }]);
+      assert.deepEqual(await rename("nobody", 42), []);
+      const read = createPreparedQuery<{ name: string }>(
+        database,
+        "SELECT name FROM items WHERE id = ?",
+      );
+      assert.deepEqual(await read(3), { name: "renamed" });
+      const insert = createPreparedWrite(database, "INSERT INTO items (id, name) VALUES (?, ?)");
+      await assert.rejects(insert(3, "taken"), /unique|duplicate/i);
+      assert.deepEqual(await read(3), { name: "renamed" }, "a failed write changes nothing");
+      for (const other of ["SELECT 1", "WITH x AS (SELECT 1) DELETE FROM items"]) {
+        // @ts-expect-error: a prepared write's SQL is one INSERT, UPDATE or DELETE (`WriteSql`).
+        assert.throws(() => createPreparedWrite(database, other), /one INSERT, UPDATE or DELETE/);
+      }
+    });
   });
 }
 
@@ -103,6 +125,9 @@ describe("SQLite: hasChanged sees every write of this process, and every commit 
       trx.updateTable("items").set({ name: "b" }).where("id", "=", 1).execute(),
     );
     assert.equal(hasChanged(), true);
+    await createPreparedWrite(database, "UPDATE items SET name = ? WHERE id = ?")("c", 1);
+    assert.equal(hasChanged(), true, "a prepared write is a write");
+    assert.equal(hasChanged(), false);
     await assert.rejects(
       database.write((db) => db.insertInto("items").values({ id: 1, name: "again" }).execute()),
       /UNIQUE/,

@@ -1,8 +1,7 @@
 import { createRequire } from "node:module";
-import type { Write } from "@agentpass/db";
+import { createPreparedWrite, type OpenedDatabase } from "@agentpass/db";
 import { COMMON_ERRORS, HttpError } from "@agentpass/http";
 import type { Redis } from "ioredis";
-import { sql } from "kysely";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../domain/clock.ts";
 import type { IdentityDatabase } from "../store/schema.ts";
@@ -119,7 +118,26 @@ export function createMemoryRateLimitStore(clock: Clock): RateLimitStore {
 }
 
 /** Milliseconds since the epoch by the PostgreSQL server's clock, read when evaluated. */
-const databaseNowMs = sql<number>`floor(extract(epoch FROM clock_timestamp()) * 1000)`;
+const DATABASE_NOW_MS = "floor(extract(epoch FROM clock_timestamp()) * 1000)";
+
+/**
+ * One upsert counts `n` hits on a counter (parameters: key, window, window, n, window). The
+ * window never moves back: an upsert that read the clock before the window turned but took the
+ * row's lock after one that read it later counts into the newer window.
+ */
+const ADD_HITS = `INSERT INTO rate_limits (key, window_start, count)
+  VALUES (?, (floor(${DATABASE_NOW_MS} / ?) * ?)::bigint, ?)
+  ON CONFLICT (key) DO UPDATE SET
+    count = CASE WHEN rate_limits.window_start >= excluded.window_start
+      THEN rate_limits.count + excluded.count ELSE excluded.count END,
+    window_start = greatest(rate_limits.window_start, excluded.window_start)
+  RETURNING count, window_start + ? - ${DATABASE_NOW_MS} AS "resetMs"` as const;
+
+/** What the counters in PostgreSQL write through: a prepared write, counted as every write. */
+export type CounterDatabase = Pick<
+  OpenedDatabase<IdentityDatabase>,
+  "write" | "sqlite" | "pool" | "pipeline" | "poolMode"
+>;
 
 /**
  * Counters in the `rate_limits` table: every instance on one PostgreSQL shares them, and the
@@ -129,39 +147,24 @@ const databaseNowMs = sql<number>`floor(extract(epoch FROM clock_timestamp()) * 
  * next upsert adds them all at once (`count + n`) and hands each its own count in arrival order
  * (`total - n + 1` … `total`). The counts stay exact across instances — each hit gets a distinct
  * count, as if the hits had been upserted one by one — but a busy key costs one round trip per
- * batch instead of one per hit, each waiting for the row's lock.
+ * batch instead of one per hit, each waiting for the row's lock. The upsert is a prepared
+ * statement, sent where the hot reads go (`createPreparedWrite`).
  *
  * Counters of past windows are deleted off the request path (`store/purge.ts`).
  */
-export function createDatabaseRateLimitStore(write: Write<IdentityDatabase>): RateLimitStore {
+export function createDatabaseRateLimitStore(database: CounterDatabase): RateLimitStore {
   /** Hits waiting for their counter's next upsert, by counter. */
   const waiting = new Map<string, PromiseWithResolvers<RateLimitHit>[]>();
   const inFlight = new Set<string>();
+  const addHits = createPreparedWrite<{ count: number | string; resetMs: number | string }>(
+    database,
+    ADD_HITS,
+  );
 
   async function add(bucket: string, windowMs: number, n: number): Promise<RateLimitHit> {
-    // The window never moves back: an upsert that read the clock before the window turned but
-    // took the row's lock after one that read it later counts into the newer window.
-    const row = await write((db) =>
-      db
-        .insertInto("rate_limits")
-        .values({
-          key: bucket,
-          window_start: sql<number>`(floor(${databaseNowMs} / ${windowMs}) * ${windowMs})::bigint`,
-          count: n,
-        })
-        .onConflict((oc) =>
-          oc.column("key").doUpdateSet({
-            count: sql`CASE WHEN rate_limits.window_start >= excluded.window_start THEN rate_limits.count + excluded.count ELSE excluded.count END`,
-            window_start: sql`greatest(rate_limits.window_start, excluded.window_start)`,
-          }),
-        )
-        .returning([
-          "count",
-          sql<string>`window_start + ${windowMs} - ${databaseNowMs}`.as("reset_ms"),
-        ])
-        .executeTakeFirstOrThrow(),
-    );
-    return { count: Number(row.count), resetMs: Number(row.reset_ms) };
+    const [row] = await addHits(bucket, windowMs, windowMs, n, windowMs);
+    if (!row) throw new Error("the rate-limit upsert returned no row");
+    return { count: Number(row.count), resetMs: Number(row.resetMs) };
   }
 
   async function flush(bucket: string, windowMs: number): Promise<void> {

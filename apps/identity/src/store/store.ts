@@ -165,8 +165,14 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
   return {
     /** The query builder, for health checks and tests. */
     db: database.db,
-    /** The one write path, for stores kept beside this one (the rate-limit counters). */
-    write: database.write,
+    /**
+     * The database as the stores kept beside this one write to it (the rate-limit counters,
+     * `createDatabaseRateLimitStore`): its one write path, and where a prepared write runs.
+     */
+    counters: database as Pick<
+      OpenedDatabase<IdentityDatabase>,
+      "write" | "sqlite" | "pool" | "pipeline" | "poolMode"
+    >,
 
     async createAccount(email: string, createdAt: number): Promise<Account | null> {
       const account = { id: randomUUID(), email, created_at: createdAt };
