@@ -40,8 +40,8 @@ export interface OpenDatabaseOptions {
   fileName: string;
   /**
    * PostgreSQL pool size: the connections this process opens at most for its writes, transactions
-   * and longer reads. Default 10. In `session` mode one connection more carries the prepared reads
-   * (`OpenedDatabase.pipeline`).
+   * and longer reads. Default 10. In `session` mode one connection more carries the prepared
+   * statements (`OpenedDatabase.pipeline`).
    */
   poolSize?: number;
   /** PostgreSQL: what the server at `databaseUrl` is (`PoolMode`). Default `session`. */
@@ -103,9 +103,10 @@ export interface OpenedDatabase<T> {
   /** The PostgreSQL pool (PostgreSQL only). */
   pool?: pg.Pool;
   /**
-   * PostgreSQL in `session` mode only: the one connection on which the prepared reads of every
-   * request are pipelined (`createPreparedQuery`). Behind a transaction pooler they go to the
-   * pool, one statement at a time: a pooler may hand a pipelined statement to another session.
+   * PostgreSQL in `session` mode only: the one connection on which the prepared statements of
+   * every request are pipelined (`createPreparedQuery`, `createPreparedWrite`). Behind a
+   * transaction pooler they go to the pool, one at a time: a pooler may hand a pipelined
+   * statement to another session.
    */
   pipeline?: Pipeline;
   /** PostgreSQL only: how the server hands out connections; prepared reads follow it. */

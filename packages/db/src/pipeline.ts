@@ -8,12 +8,13 @@ export interface PipelinedStatement {
 }
 
 /**
- * Short reads of many requests on one PostgreSQL connection, each sent without waiting for the
- * answers of those before it (node-postgres's pipeline mode): the reads of concurrent requests
- * share the connection's writes, its wake-ups and the server's. Each statement carries its own
- * Sync, so one that fails fails alone. The server answers them in order, so a statement waits
- * behind the ones sent before it: only reads of a few rows by index go here, never a search, a
- * write or a transaction (those keep the pool).
+ * Short statements of many requests on one PostgreSQL connection, each sent without waiting for
+ * the answers of those before it (node-postgres's pipeline mode): the statements of concurrent
+ * requests share the connection's writes, its wake-ups and the server's. Each carries its own
+ * Sync, so it commits on its own, and one that fails fails alone. The server answers them in
+ * order, so a statement waits behind the ones sent before it: only statements of a few rows by
+ * index go here (the prepared reads and writes of `prepared-query.ts`), never a search or a
+ * transaction (those keep the pool).
  */
 export interface Pipeline {
   query<Row>(statement: PipelinedStatement): Promise<Row[]>;
