@@ -8,6 +8,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { freePort } from "@agentpass/db/testing";
 import { startTestIdentityService } from "@agentpass/identity/testing";
 
 const root = resolve(import.meta.dirname, "..");
@@ -139,10 +140,11 @@ try {
   });
   const { sessionToken } = (await minted.json()) as { sessionToken: string };
 
-  let port = 47_310;
   for (const name of Object.keys(APPS)) {
     await check(`${name} answers who a token belongs to, through a real verify`, async () => {
-      port++;
+      // A port the kernel has just found free: a fixed one can be the local port of any
+      // connection open on the machine (47312 once was), and the app's listen then fails.
+      const port = await freePort();
       const child = spawn(process.execPath, [join(project, "dist", `${name}.js`)], {
         cwd: project,
         env: {
