@@ -6,6 +6,23 @@ const FLUSH_INTERVAL_MS = 5_000;
 /** What became of one verification, as a partner's usage chart counts it. */
 export type VerifyOutcome = "success" | "invalid_token" | "revoked_partner_key";
 
+/** How many verifications of one partner on one day ended each way. */
+type Outcomes = Record<VerifyOutcome, number>;
+type Use = UsageBatch["activity"] extends Map<string, infer U> ? U : never;
+
+/**
+ * What was counted since the last flush, by the ids as the caches hand them out (one string
+ * each, hashed once): recording builds no key, and `batchOf` spells the batch out at flush.
+ */
+interface Tally {
+  /** UTC day (`YYYY-MM-DD`) → partner id → counts by outcome */
+  daily: Map<string, Map<string, Outcomes>>;
+  /** account id → partner id → first, last and count of successful verifications */
+  activity: Map<string, Map<string, Use>>;
+}
+
+const DAY_MS = 86_400_000;
+
 /**
  * Counts verifications without a write on the request path: counts are added up in memory and
  * written in one batch every few seconds (and once more on close): no write on the hot path.
@@ -15,17 +32,22 @@ export type VerifyOutcome = "success" | "invalid_token" | "revoked_partner_key";
  * delays counts but loses none.
  */
 export function createUsageRecorder(store: UsageStore, onError: (error: unknown) => void) {
-  let batch: UsageBatch = { daily: new Map(), activity: new Map() };
+  let tally = newTally();
+  let failed: UsageBatch | undefined;
   let running: Promise<void> = Promise.resolve();
+  // The UTC day of the last verification, kept so that most verifications name it without
+  // formatting a date.
+  let day = { start: 0, end: 0, name: "" };
 
   async function write(): Promise<void> {
-    if (batch.daily.size === 0 && batch.activity.size === 0) return;
-    const pending = batch;
-    batch = { daily: new Map(), activity: new Map() };
+    if (tally.daily.size === 0 && tally.activity.size === 0 && !failed) return;
+    const pending = failed ? merge(failed, batchOf(tally)) : batchOf(tally);
+    tally = newTally();
+    failed = undefined;
     try {
       await store.addUsage(pending);
     } catch (error) {
-      batch = merge(pending, batch);
+      failed = pending;
       throw error;
     }
   }
@@ -36,21 +58,30 @@ export function createUsageRecorder(store: UsageStore, onError: (error: unknown)
     return next;
   }
 
+  function dayOf(at: number): string {
+    if (at < day.start || at >= day.end) {
+      const start = Math.floor(at / DAY_MS) * DAY_MS;
+      day = { start, end: start + DAY_MS, name: isoTime(start).slice(0, 10) };
+    }
+    return day.name;
+  }
+
   const timer = setInterval(() => flush().catch(onError), FLUSH_INTERVAL_MS);
   timer.unref();
 
   return {
     record(partnerId: string, outcome: VerifyOutcome, at: number, accountId?: string): void {
-      const key = `${partnerId}|${isoTime(at).slice(0, 10)}|${outcome}`;
-      batch.daily.set(key, (batch.daily.get(key) ?? 0) + 1);
+      const name = dayOf(at);
+      const outcomes = entryOf(entryOf(tally.daily, name, newMap<Outcomes>), partnerId, noOutcomes);
+      outcomes[outcome]++;
       if (!accountId) return;
-      const pair = `${accountId}|${partnerId}`;
-      const seen = batch.activity.get(pair);
+      const used = entryOf(tally.activity, accountId, newMap<Use>);
+      const seen = used.get(partnerId);
       if (seen) {
         seen.count++;
         seen.last = at;
       } else {
-        batch.activity.set(pair, { first: at, last: at, count: 1 });
+        used.set(partnerId, { first: at, last: at, count: 1 });
       }
     },
     flush,
@@ -59,6 +90,45 @@ export function createUsageRecorder(store: UsageStore, onError: (error: unknown)
       await flush();
     },
   };
+}
+
+/** The value of `key` in `map`, made and added first if it has none. */
+function entryOf<V>(map: Map<string, V>, key: string, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+  }
+  return value;
+}
+
+function newMap<V>(): Map<string, V> {
+  return new Map();
+}
+
+function noOutcomes(): Outcomes {
+  return { success: 0, invalid_token: 0, revoked_partner_key: 0 };
+}
+
+function newTally(): Tally {
+  return { daily: new Map(), activity: new Map() };
+}
+
+/** The tally as the store takes it: `partnerId|day|outcome` and `accountId|partnerId` keys. */
+function batchOf(tally: Tally): UsageBatch {
+  const batch: UsageBatch = { daily: new Map(), activity: new Map() };
+  for (const [day, partners] of tally.daily) {
+    for (const [partnerId, outcomes] of partners) {
+      for (const outcome in outcomes) {
+        const count = outcomes[outcome as VerifyOutcome];
+        if (count > 0) batch.daily.set(`${partnerId}|${day}|${outcome}`, count);
+      }
+    }
+  }
+  for (const [accountId, used] of tally.activity) {
+    for (const [partnerId, use] of used) batch.activity.set(`${accountId}|${partnerId}`, use);
+  }
+  return batch;
 }
 
 /** `later` added into `earlier`: counts summed, first and last use widened. */
