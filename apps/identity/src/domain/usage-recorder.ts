@@ -8,7 +8,8 @@ export type VerifyOutcome = "success" | "invalid_token" | "revoked_partner_key";
 
 /** How many verifications of one partner on one day ended each way. */
 type Outcomes = Record<VerifyOutcome, number>;
-type Use = UsageBatch["activity"] extends Map<string, infer U> ? U : never;
+/** A person's successful verifications through one partner: first, last and how many. */
+type Use = { first: number; last: number; count: number };
 
 /**
  * What was counted since the last flush, by the ids as the caches hand them out (one string
