@@ -1,7 +1,8 @@
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { Engine, OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
 import { sql, type Transaction } from "kysely";
+import { batchesByKey, type Outcome } from "./batches-by-key.ts";
 import { newId } from "./ids.ts";
-import { type NotesLimits, noteTextBytes, refuseOverCaps } from "./limits.ts";
+import { type NotesLimits, noteTextBytes, refusal, refuseOverCaps } from "./limits.ts";
 import { decodeNote, decodeTag, NOTE_COLUMNS, type NoteRow, type TagRow } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
 import type { Note, NoteFields, Tag } from "./types.ts";
@@ -30,6 +31,11 @@ export function createNotes(
 ) {
   const reads: ReadOnlyDb<NotesDatabase> = database.db;
   const { engine } = database;
+  const createOfUser = batchesByKey(
+    (userId: string, creates: NewNote[]) =>
+      database.transaction((trx) => writeCreates(trx, engine, caps, userId, creates)),
+    { maxItems: 64, maxSize: 1024 * 1024, sizeOf: (create) => create.bytes },
+  );
 
   return {
     getNote(userId: string, id: string): Promise<Note | undefined> {
@@ -37,33 +43,22 @@ export function createNotes(
     },
 
     /**
-     * A new note; refused (`NOTE_LIMIT`, `TEXT_LIMIT`) past the user's caps. Its tags are read
-     * before the note is written and nothing is read back: a create of the user waits for the
-     * one before it from the moment its insert counts the note (PostgreSQL locks the user's row
-     * until commit), so the statements after it are only the ones the caps need.
+     * A new note; refused (`NOTE_LIMIT`, `TEXT_LIMIT`) past the user's caps. The creates of one
+     * user asked for together are written together (`writeCreates`).
      */
     createNote(userId: string, fields: NoteFields, tagIds: string[], now: number): Promise<Note> {
-      const row: NoteRow = {
-        id: newId(),
-        title: fields.title,
-        content: JSON.stringify(fields.content),
-        content_text: fields.contentText,
-        created_at: now,
-        updated_at: now,
-      };
-      return database.transaction(async (trx) => {
-        const tags = await ownedTags(trx, userId, tagIds);
-        await trx
-          .insertInto("notes")
-          .values({
-            ...(engine === "sqlite" && { seq: nextNoteSeq(userId) }),
-            ...row,
-            user_id: userId,
-          })
-          .execute();
-        await tagNote(trx, userId, row.id, tags);
-        await refuseOverCaps(trx, caps, userId, { created: true, grew: true });
-        return decodeNote(row, tags.map(decodeTag));
+      const content = JSON.stringify(fields.content);
+      return createOfUser(userId, {
+        row: {
+          id: newId(),
+          title: fields.title,
+          content,
+          content_text: fields.contentText,
+          created_at: now,
+          updated_at: now,
+        },
+        bytes: noteTextBytes(fields.title, content, fields.contentText),
+        tagIds,
       });
     },
 
@@ -132,6 +127,71 @@ export function createNotes(
       return result.numDeletedRows > 0n;
     },
   };
+}
+
+/** A note to create: its row, the bytes its user's text cap counts, the tags asked for. */
+interface NewNote {
+  row: NoteRow;
+  bytes: number;
+  tagIds: string[];
+}
+
+/**
+ * Writes the new notes of one user in the transaction `trx`, in the order they were asked for:
+ * each is taken while the user's caps hold it, counted from the user's counters, and refused
+ * (`NOTE_LIMIT`, `TEXT_LIMIT`) past them, as `refuseOverCaps` would refuse it alone. The user's
+ * row is read first and locked (PostgreSQL; on SQLite the one writer is alone), so concurrent
+ * creates of the user, here or on another instance, wait for this commit and then count its
+ * notes; creates of different users lock different rows and never wait for each other.
+ *
+ * All of them take one statement for the notes and one for their tags, and one commit: on
+ * PostgreSQL, where a create's statements are round trips and the user's row stays locked until
+ * its commit, a user's creates written one by one would go no faster than one commit at a time.
+ */
+async function writeCreates(
+  trx: Transaction<NotesDatabase>,
+  engine: Engine,
+  caps: NotesLimits,
+  userId: string,
+  creates: readonly NewNote[],
+): Promise<Outcome<Note>[]> {
+  let read = trx.selectFrom("users").select(["note_count", "text_bytes"]).where("id", "=", userId);
+  if (engine === "postgres") read = read.forUpdate();
+  const counters = await read.executeTakeFirst();
+  const owned = await ownedTags(trx, userId, [...new Set(creates.flatMap((c) => c.tagIds))]);
+  let noteCount = Number(counters?.note_count ?? 0);
+  let textBytes = Number(counters?.text_bytes ?? 0);
+  const taken: { row: NoteRow; tags: TagRow[] }[] = [];
+  const outcomes = creates.map((create): Outcome<Note> => {
+    if (noteCount + 1 > caps.maxNotesPerUser) {
+      return { ok: false, error: refusal("NOTE_LIMIT", caps.maxNotesPerUser) };
+    }
+    if (textBytes + create.bytes > caps.maxTextBytesPerUser) {
+      return { ok: false, error: refusal("TEXT_LIMIT", caps.maxTextBytesPerUser) };
+    }
+    noteCount += 1;
+    textBytes += create.bytes;
+    const tags = owned.filter((tag) => create.tagIds.includes(tag.id));
+    taken.push({ row: create.row, tags });
+    return { ok: true, value: decodeNote(create.row, tags.map(decodeTag)) };
+  });
+  if (taken.length === 0) return outcomes;
+  await trx
+    .insertInto("notes")
+    .values(
+      taken.map(({ row }, index) => ({
+        // SQLite: each next in the user's range, in the order asked (`nextNoteSeq`).
+        ...(engine === "sqlite" && { seq: sql<number>`${nextNoteSeq(userId)} + ${index}` }),
+        ...row,
+        user_id: userId,
+      })),
+    )
+    .execute();
+  const links = taken.flatMap(({ row, tags }) =>
+    tags.map((tag) => ({ user_id: userId, note_id: row.id, tag_id: tag.id })),
+  );
+  if (links.length > 0) await trx.insertInto("note_tags").values(links).execute();
+  return outcomes;
 }
 
 /** The user's note `id` with its tags, read through `db` (which may be a transaction). */
