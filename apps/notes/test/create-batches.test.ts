@@ -79,6 +79,34 @@ for (const engine of testEngines()) {
       assert.equal(Number(rows[0]?.text_bytes), Number(rows[0]?.counted));
     });
 
+    it("keeps each user's counters when one statement deletes notes of several users", async () => {
+      const people = [await notes.person(), await notes.person()];
+      for (const person of people) {
+        const answers = await Promise.all(
+          Array.from({ length: 6 }, (_, n) =>
+            person.call("POST", "/api/notes", { title: `shared ${n % 2 ? "keep" : "drop"}` }),
+          ),
+        );
+        assert.ok(answers.every((answer) => answer.status === 201));
+      }
+      const ids = await Promise.all(people.map(userIdOf));
+      await sql`DELETE FROM notes WHERE title = 'shared drop' AND user_id IN (${sql.join(ids)})`.execute(
+        notes.store.db,
+      );
+      for (const id of ids) {
+        const { rows } = await sql<{ note_count: number; text_bytes: number; counted: number }>`
+          SELECT note_count, text_bytes, (
+            SELECT sum(octet_length(title) + octet_length(content) + octet_length(content_text))
+            FROM notes WHERE user_id = ${id}
+          ) AS counted FROM users WHERE id = ${id}`.execute(notes.store.db);
+        assert.deepEqual(
+          { notes: Number(rows[0]?.note_count), bytes: Number(rows[0]?.text_bytes) },
+          { notes: 3, bytes: Number(rows[0]?.counted) },
+        );
+        assert.equal(Number(rows[0]?.counted), 3 * ("shared keep".length + 2));
+      }
+    });
+
     if (engine === "postgres") {
       it("commits a user's concurrent creates together, not one transaction each", async () => {
         const cy = await notes.person();

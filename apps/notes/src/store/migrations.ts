@@ -222,6 +222,38 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
         await sql`ALTER TABLE notes DROP COLUMN listed_json`.execute(db);
       },
     },
+    "0009_counters_per_statement": {
+      // PostgreSQL: the user's counters follow a statement's inserted or deleted notes with one
+      // UPDATE of each user they belong to, not one per note: a user's creates are inserted
+      // together (store/notes.ts, `writeCreates`), and 50 row-level UPDATEs of the same row cost
+      // as much as the 50 notes' own index entries. Updates stay row-level (one note each).
+      // SQLite has no statement-level triggers; its row-level ones run in-process and stay.
+      async up(db: AnyDb) {
+        if (engine === "sqlite") return;
+        await sql`DROP TRIGGER notes_count ON notes`.execute(db);
+        for (const [event, table, sign] of [
+          ["INSERT", "inserted", "+"],
+          ["DELETE", "deleted", "-"],
+        ] as const) {
+          const name = sql.raw(`notes_count_${table}`);
+          await sql`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              UPDATE users u
+              SET note_count = u.note_count ${sql.raw(sign)} d.notes,
+                  text_bytes = u.text_bytes ${sql.raw(sign)} d.bytes
+              FROM (
+                SELECT user_id, count(*) AS notes, sum(${noteBytesOf(table)}) AS bytes
+                FROM ${sql.raw(table)} GROUP BY user_id
+              ) d
+              WHERE u.id = d.user_id;
+              RETURN NULL;
+            END $$`.execute(db);
+          await sql`CREATE TRIGGER ${name} AFTER ${sql.raw(event)} ON notes
+            REFERENCING ${sql.raw(event === "INSERT" ? "NEW" : "OLD")} TABLE AS ${sql.raw(table)}
+            FOR EACH STATEMENT EXECUTE FUNCTION ${name}()`.execute(db);
+        }
+      },
+    },
   };
 }
 
