@@ -48,29 +48,25 @@ export function isRefusal(error: unknown): error is Refusal {
 }
 
 /**
- * Refuses, inside the transaction `trx` that has just written one of the user's notes, a write
- * that took the user past their caps: a new note past the note cap, or text that `grew` past the
- * text cap (a write that does not grow it passes, so a user over a lowered cap can still edit
- * and shrink). The counters are kept by triggers in the same transaction (migrations.ts, 0002
- * and 0007), and concurrent writes of one user wait for each other on them (PostgreSQL: the
- * user's row stays locked until commit; SQLite: one writer at a time), so each write sees every
- * write committed before it and no two writes can both take the last place.
+ * Refuses, inside the transaction `trx` that has just grown one of the user's notes, a write that
+ * took the user's text past their cap (a write that does not grow a note is not checked, so a
+ * user over a lowered cap can still edit and shrink). The counters are kept by triggers in the
+ * same transaction (migrations.ts, 0007 and 0009), and concurrent writes of one user wait for
+ * each other on them (PostgreSQL: the user's row stays locked until commit; SQLite: one writer
+ * at a time), so each write sees every write committed before it. Creates are held to both caps
+ * in their batch (`writeCreates`, notes.ts).
  */
-export async function refuseOverCaps(
+export async function refuseGrowthOverCap(
   trx: Transaction<NotesDatabase>,
   limits: NotesLimits,
   userId: string,
-  write: { created: boolean; grew: boolean },
 ): Promise<void> {
   const counters = await trx
     .selectFrom("users")
-    .select(["note_count", "text_bytes"])
+    .select("text_bytes")
     .where("id", "=", userId)
     .executeTakeFirst();
-  if (write.created && Number(counters?.note_count) > limits.maxNotesPerUser) {
-    throw refusal("NOTE_LIMIT", limits.maxNotesPerUser);
-  }
-  if (write.grew && Number(counters?.text_bytes) > limits.maxTextBytesPerUser) {
+  if (Number(counters?.text_bytes) > limits.maxTextBytesPerUser) {
     throw refusal("TEXT_LIMIT", limits.maxTextBytesPerUser);
   }
 }

@@ -2,7 +2,7 @@ import type { Engine, OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
 import { sql, type Transaction } from "kysely";
 import { batchesByKey, type Outcome } from "./batches-by-key.ts";
 import { newId } from "./ids.ts";
-import { type NotesLimits, noteTextBytes, refusal, refuseOverCaps } from "./limits.ts";
+import { type NotesLimits, noteTextBytes, refusal, refuseGrowthOverCap } from "./limits.ts";
 import { decodeNote, decodeTag, NOTE_COLUMNS, type NoteRow, type TagRow } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
 import type { Note, NoteFields, Tag } from "./types.ts";
@@ -103,7 +103,7 @@ export function createNotes(
         const grew =
           noteTextBytes(title, content, contentText) >
           noteTextBytes(current.title, current.content, current.content_text);
-        if (grew) await refuseOverCaps(trx, caps, userId, { created: false, grew });
+        if (grew) await refuseGrowthOverCap(trx, caps, userId);
         if (tagIds) {
           await trx
             .deleteFrom("note_tags")
@@ -138,9 +138,9 @@ interface NewNote {
 
 /**
  * Writes the new notes of one user in the transaction `trx`, in the order they were asked for:
- * each is taken while the user's caps hold it, counted from the user's counters, and refused
- * (`NOTE_LIMIT`, `TEXT_LIMIT`) past them, as `refuseOverCaps` would refuse it alone. The user's
- * row is read first and locked (PostgreSQL; on SQLite the one writer is alone), so concurrent
+ * each is taken if the user's counters with it stay within both caps, and refused otherwise
+ * (`NOTE_LIMIT`, then `TEXT_LIMIT`), so a smaller note after a refused one may still fit. The
+ * user's row is read first and locked (PostgreSQL; on SQLite the one writer is alone), so concurrent
  * creates of the user, here or on another instance, wait for this commit and then count its
  * notes; creates of different users lock different rows and never wait for each other.
  *
