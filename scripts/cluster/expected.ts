@@ -22,7 +22,7 @@ export const RATE_LIMITED = { status: 429, error: "Too many requests", code: "ra
 const DATABASE_DEADLINE_MS = 2500;
 /**
  * The longest a verify or mint may wait on a hung database: one deadline. A request that arrives
- * while a key change check hangs fails with that check (store/cached-read.ts) rather than wait
+ * while a key change check hangs fails with that check (packages/db/src/cached-read.ts) rather than wait
  * for a second one; past this bound it would be waiting on the stall.
  */
 export const STALLED_DATABASE_BOUND_MS = DATABASE_DEADLINE_MS;

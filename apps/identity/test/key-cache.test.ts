@@ -3,16 +3,17 @@ import { after, before, describe, it } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import {
   createPreparedQuery,
+  createReadCaches,
   type OpenedDatabase,
   openDatabase,
   type PipelinedStatement,
+  shareChecks,
 } from "@agentpass/db";
 import { testEngines } from "@agentpass/db/testing";
 import { loadConfig } from "../src/config.ts";
 import { issueKey, revokeKey } from "../src/domain/credentials.ts";
 import { hashKey } from "../src/domain/keys.ts";
 import { openIdentityService } from "../src/service.ts";
-import { createReadCaches, shareChecks } from "../src/store/cached-read.ts";
 import type { IdentityDatabase } from "../src/store/schema.ts";
 import { createStore, keyChangeCheck } from "../src/store/store.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";

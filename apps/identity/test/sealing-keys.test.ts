@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { migrateToLatest, openDatabase } from "@agentpass/db";
+import { createReadCaches, migrateToLatest, openDatabase } from "@agentpass/db";
 import { createTestDatabase, testEngines } from "@agentpass/db/testing";
 import { loadConfig } from "../src/config.ts";
 import { createAccount } from "../src/domain/accounts.ts";
@@ -28,7 +28,6 @@ import {
   wrapSealingKey,
 } from "../src/infra/sealed-tokens.ts";
 import { type IdentityService, openIdentityService } from "../src/service.ts";
-import { createReadCaches } from "../src/store/cached-read.ts";
 import { identityMigrations } from "../src/store/migrations.ts";
 import type { IdentityDatabase } from "../src/store/schema.ts";
 import { START } from "./support/harness.ts";

@@ -1,3 +1,11 @@
+export {
+  type CacheEntries,
+  type Change,
+  type ChangeCheck,
+  createReadCaches,
+  type FoundChanges,
+  shareChecks,
+} from "./cached-read.ts";
 export { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 export {
   type Engine,

@@ -42,7 +42,7 @@ export async function issueKey(
 /**
  * Revokes a key. It takes effect on the next request in every process: the verify and mint
  * paths' key caches are checked against the database before each request trusts them
- * (`store/cached-read.ts`).
+ * (`createReadCaches`, `@agentpass/db`).
  */
 export async function revokeKey(ctx: Needs<"store" | "clock">, kind: KeyKind, id: string) {
   const table = TABLES[kind];

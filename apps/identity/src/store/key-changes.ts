@@ -1,5 +1,5 @@
+import type { CacheEntries, Change, ChangeCheck } from "@agentpass/db";
 import { createPreparedRows, type OpenedDatabase } from "@agentpass/db";
-import type { CacheEntries, Change, ChangeCheck } from "./cached-read.ts";
 import type { IdentityDatabase } from "./schema.ts";
 
 /**

@@ -407,7 +407,7 @@ export const dashboardMigration: Migration = {
  * PostgreSQL only: a counter bumped in the same transaction as any change that could alter a
  * cached verify or mint read (a key created, revoked, re-owned or deleted; an account's email
  * changed or the account deleted — its keys' deletion cascades). Instances read it before they
- * trust their key caches (`store/cached-read.ts`). The triggers are deferred to commit, so the
+ * trust their key caches (`createReadCaches`, `@agentpass/db`). The triggers are deferred to commit, so the
  * counter's row lock is always the last lock a transaction takes and cannot join a deadlock.
  * Updates of `last_used_at` do not bump it. SQLite needs none: `PRAGMA data_version` tells.
  */

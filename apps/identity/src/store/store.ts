@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
 import {
+  type ChangeCheck,
   createPreparedQuery,
   createPreparedRows,
+  createReadCaches,
   type OpenedDatabase,
   type ReadOnlyDb,
 } from "@agentpass/db";
 import { type Kysely, sql } from "kysely";
-import { type ChangeCheck, createReadCaches } from "./cached-read.ts";
+
 import {
   createKeyChangeCheck,
   evictPartnerKeyByHash,

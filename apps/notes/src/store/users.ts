@@ -1,5 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { createPreparedQuery, type OpenedDatabase, type ReadOnlyDb } from "@agentpass/db";
+import {
+  createPreparedQuery,
+  createReadCaches,
+  type OpenedDatabase,
+  type ReadOnlyDb,
+} from "@agentpass/db";
 import { sql } from "kysely";
 import { decodeUser, type UserRow } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
@@ -9,7 +14,7 @@ import type { User } from "./types.ts";
 export function createUsers(
   database: Pick<
     OpenedDatabase<NotesDatabase>,
-    "db" | "engine" | "write" | "sqlite" | "pool" | "pipeline" | "poolMode"
+    "db" | "engine" | "write" | "sqlite" | "pool" | "pipeline" | "poolMode" | "hasChanged"
   >,
 ) {
   const reads: ReadOnlyDb<NotesDatabase> = database.db;
@@ -18,11 +23,23 @@ export function createUsers(
     database,
     "SELECT id, email, created_at FROM users WHERE email = ?",
   );
+  const lookUp = async (email: string): Promise<User | undefined> => {
+    const row = await userByEmail(email);
+    return row && Object.freeze(decodeUser(row));
+  };
+  // SQLite: the lookups are cached behind one change check an event-loop turn (its only user of
+  // `hasChanged`), so a user added or removed by any process, the admin CLI included, is seen by
+  // the next request. Each statement outside a transaction is a read transaction of its own,
+  // which on SQLite costs more than the lookup. PostgreSQL has no such check here (another
+  // instance writes without telling): each lookup reads.
+  const caches = database.hasChanged && createReadCaches(database.hasChanged);
+  const cachedLookUp = caches?.cached(lookUp);
 
   return {
     async findUserByEmail(email: string): Promise<User | undefined> {
-      const row = await userByEmail(email);
-      return row && decodeUser(row);
+      if (!caches || !cachedLookUp) return lookUp(email);
+      await caches.beginRequest();
+      return cachedLookUp(email);
     },
 
     /** A new user, or null when one has that email. */

@@ -2,12 +2,12 @@ import { LRUCache } from "lru-cache";
 
 const MAX_ENTRIES = 10_000;
 
-/** One changed row, as the database's change log names it (store/key-changes.ts). */
+/** One changed row, as a service's change log names it (identity: store/key-changes.ts). */
 export interface Change {
   table: string;
-  /** The row's id (a key's, an account's, a sealing key's). */
+  /** The row's id. */
   rowId: string;
-  /** A key's secret hash; null for other rows. */
+  /** The key a cache holds the row under when it is not its id (a key's secret hash), or null. */
   hash: string | null;
 }
 
