@@ -254,6 +254,24 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
         }
       },
     },
+    "0010_user_changes": {
+      // PostgreSQL: a counter every statement that adds, removes or re-keys users bumps in its
+      // own transaction, so an instance can cache users by email and still see such a change
+      // on its next request, by one read of the counter an event-loop turn (users.ts). SQLite
+      // needs none: `PRAGMA data_version` tells a connection of any other's commit.
+      async up(db: AnyDb) {
+        if (engine === "sqlite") return;
+        await sql`CREATE TABLE user_changes (version bigint NOT NULL)`.execute(db);
+        await sql`INSERT INTO user_changes (version) VALUES (0)`.execute(db);
+        await sql`CREATE FUNCTION users_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            UPDATE user_changes SET version = version + 1;
+            RETURN NULL;
+          END $$`.execute(db);
+        await sql`CREATE TRIGGER users_changed AFTER INSERT OR DELETE OR UPDATE OF id, email
+          ON users FOR EACH STATEMENT EXECUTE FUNCTION users_changed()`.execute(db);
+      },
+    },
   };
 }
 

@@ -27,17 +27,17 @@ export function createUsers(
     const row = await userByEmail(email);
     return row && Object.freeze(decodeUser(row));
   };
-  // SQLite: the lookups are cached behind one change check an event-loop turn (its only user of
-  // `hasChanged`), so a user added or removed by any process, the admin CLI included, is seen by
-  // the next request. Each statement outside a transaction is a read transaction of its own,
-  // which on SQLite costs more than the lookup. PostgreSQL has no such check here (another
-  // instance writes without telling): each lookup reads.
-  const caches = database.hasChanged && createReadCaches(database.hasChanged);
-  const cachedLookUp = caches?.cached(lookUp);
+  // The lookups are cached behind one change check an event-loop turn, so a user added or
+  // removed by any process or instance, the admin CLI included, is seen by the next request:
+  // on SQLite `hasChanged` (any commit; this is its only caller in the notes API), on
+  // PostgreSQL the users' change counter (migrations.ts, 0010). A lookup costs a statement: on
+  // SQLite a read transaction of its own, on PostgreSQL a round trip.
+  const changes = database.hasChanged ?? postgresUserChanges(database);
+  const caches = createReadCaches(changes);
+  const cachedLookUp = caches.cached(lookUp);
 
   return {
     async findUserByEmail(email: string): Promise<User | undefined> {
-      if (!caches || !cachedLookUp) return lookUp(email);
       await caches.beginRequest();
       return cachedLookUp(email);
     },
@@ -78,5 +78,26 @@ export function createUsers(
       );
       return result.numDeletedRows > 0n;
     },
+  };
+}
+
+/**
+ * PostgreSQL: whether any statement has added, removed or renamed users since the last call,
+ * by the counter the users' statement trigger bumps in the same transaction (migrations.ts,
+ * 0010): one statement, whatever the number of users.
+ */
+function postgresUserChanges(
+  database: Pick<OpenedDatabase<NotesDatabase>, "sqlite" | "pool" | "pipeline" | "poolMode">,
+): () => Promise<boolean> {
+  const version = createPreparedQuery<{ version: number }>(
+    database,
+    "SELECT version FROM user_changes",
+  );
+  let seen: number | undefined;
+  return async () => {
+    const current = (await version())?.version;
+    if (current !== undefined && current === seen) return false;
+    seen = current;
+    return true;
   };
 }
