@@ -22,8 +22,8 @@ export const RATE_LIMITED = { status: 429, error: "Too many requests", code: "ra
 const DATABASE_DEADLINE_MS = 2500;
 /**
  * The longest a verify or mint may wait on a hung database: one deadline. A request that arrives
- * while a key change check hangs fails with that check (packages/db/src/cached-read.ts) rather than wait
- * for a second one; past this bound it would be waiting on the stall.
+ * while a key change check hangs fails with that check (packages/db/src/cached-read.ts) rather
+ * than wait for a second one; past this bound it would be waiting on the stall.
  */
 export const STALLED_DATABASE_BOUND_MS = DATABASE_DEADLINE_MS;
 /** A Redis command is given 1 s before its hit is counted in memory (infra/rate-limit.ts). */

@@ -4,7 +4,7 @@ export type Outcome<R> = { ok: true; value: R } | { ok: false; error: unknown };
 export interface BatchLimits<Item> {
   /** Items a batch holds at most. */
   maxItems: number;
-  /** A batch takes no item that would take the sum of `sizeOf` past this (it takes one at least). */
+  /** A batch takes no item that would take its sum of `sizeOf` past this (but takes one). */
   maxSize: number;
   sizeOf(item: Item): number;
 }

@@ -203,8 +203,8 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
       // Each user's text, in UTF-8 bytes of title, content and content_text over all their
       // notes, kept beside the note counter by the same triggers (one UPDATE of the user a
       // create or delete, as before), so the store can hold a user to a text cap (limits.ts,
-      // `refuseGrowthOverCap`, `writeCreates`) inside the transaction of the write, without adding up their notes.
-      // An update changes it only when a note's size changes.
+      // `refuseGrowthOverCap`; notes.ts, `writeCreates`) inside the transaction of the write,
+      // without adding up their notes. An update changes it only when a note's size changes.
       async up(db: AnyDb) {
         await sql`ALTER TABLE users ADD COLUMN text_bytes bigint NOT NULL DEFAULT 0`.execute(db);
         await sql`UPDATE users SET text_bytes = coalesce((

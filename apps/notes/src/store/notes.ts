@@ -140,9 +140,10 @@ interface NewNote {
  * Writes the new notes of one user in the transaction `trx`, in the order they were asked for:
  * each is taken if the user's counters with it stay within both caps, and refused otherwise
  * (`NOTE_LIMIT`, then `TEXT_LIMIT`), so a smaller note after a refused one may still fit. The
- * user's row is read first and locked (PostgreSQL; on SQLite the one writer is alone), so concurrent
- * creates of the user, here or on another instance, wait for this commit and then count its
- * notes; creates of different users lock different rows and never wait for each other.
+ * user's row is read first and locked (PostgreSQL; on SQLite the one writer is alone), so
+ * concurrent creates of the user, here or on another instance, wait for this commit and then
+ * count its notes; creates of different users lock different rows and never wait for each
+ * other.
  *
  * All of them take one statement for the notes and one for their tags, and one commit: on
  * PostgreSQL, where a create's statements are round trips and the user's row stays locked until

@@ -1,7 +1,7 @@
 import type { Generated } from "kysely";
 /** Table shapes as Kysely sees them. Every row is keyed by its user first. */
 export interface NotesDatabase {
-  /** PostgreSQL only: one row, bumped by every statement that changes users (migrations.ts, 0010). */
+  /** PostgreSQL only: one row, bumped by each statement that changes users (migration 0010). */
   user_changes: { version: number };
   users: {
     id: string;
