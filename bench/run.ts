@@ -1,7 +1,7 @@
 /**
  * npm run bench — AgentPass measured against the fastest a Node.js HTTP server can be here.
  *
- *   npm run bench                              # 5 rounds x 6 s, 50 connections, SQLite
+ *   npm run bench                              # warm-up, 5 rounds x 6 s, 50 connections, SQLite
  *   npm run bench -- --rounds 5 --duration 20
  *   npm run bench -- --only verify-valid,mint
  *   npm run bench -- --smoke                   # CI: 1 round x 1 s, checks answers, not speed
@@ -44,6 +44,12 @@ const noteCount = smoke ? 500 : Number(values.notes);
 const only = values.only?.split(",");
 /** The standard peer's scenario: RFC 7662 introspection on oidc-provider. */
 const PEER = "oidc-provider introspection (peer)";
+/**
+ * Before round 1 every scenario runs this long under load, unrecorded, so round 1 measures code
+ * the JIT has compiled, as the later rounds do (without it, the first round of most identity
+ * scenarios was their slowest). A smoke run measures nothing and skips it.
+ */
+const WARM_UP_SECONDS = 2;
 /** Answers up to this size are compared with the bare ceiling (a verify answer's size). */
 const LARGE_ANSWER_BYTES = 1024;
 
@@ -292,6 +298,12 @@ try {
   const answerBytes = new Map<string, number>();
   /** Scenario name → its own connection count, for those not measured at the run's. */
   const scenarioConnections = new Map<string, number>();
+  if (!smoke) {
+    for (const scenario of await scenarios()) {
+      await measure(scenario, { duration: WARM_UP_SECONDS, connections });
+    }
+    console.error(`bench: warmed up, ${WARM_UP_SECONDS} s a scenario`);
+  }
   for (let round = 1; round <= rounds; round++) {
     const [bare, ...rest] = await scenarios();
     if (!bare) throw new Error("no ceiling scenario");
