@@ -68,10 +68,27 @@ describe("shared change checks", () => {
     const late = [awaitCheck(), awaitCheck()];
     runs[0]?.resolve();
     assert.deepEqual(await settled([early, ...late]), [true, false, false]);
-    assert.equal(runs.length, 2, "the next check started when the first ended");
+    await nextTurn();
+    assert.equal(runs.length, 2, "the next check started in the turn after the first ended");
     runs[1]?.resolve();
     assert.deepEqual(await settled(late), [true, true]);
     assert.equal(runs.length, 2, "no check runs without a caller");
+  });
+
+  it("starts the next check in a later check phase, so callers of the rest of the turn join it", async () => {
+    const { runs, check } = manualCheck();
+    const awaitCheck = shareChecks(check);
+    const early = awaitCheck();
+    await nextTurn();
+    const during = awaitCheck(); // arrives while the first check runs
+    runs[0]?.resolve();
+    await early;
+    const afterwards = awaitCheck(); // the same turn, once the first check has ended
+    await nextTurn();
+    assert.equal(runs.length, 2);
+    runs[1]?.resolve();
+    assert.deepEqual(await settled([during, afterwards]), [true, true]);
+    assert.equal(runs.length, 2, "both shared the second check");
   });
 
   it("fails the callers of a failed check, and checks afresh for the next caller", async () => {

@@ -273,6 +273,27 @@ for (const engine of testEngines()) {
         assert.equal(Number(row.count), 120);
       });
 
+      it("adds the hits asked for in one turn in one upsert", async () => {
+        const identity = await open();
+        const { counters } = identity.ctx.store;
+        let upserts = 0;
+        const store = createDatabaseRateLimitStore({
+          ...counters,
+          write: (work) => {
+            upserts++;
+            return counters.write(work);
+          },
+        });
+        const hits = await Promise.all(
+          Array.from({ length: 20 }, () => store.hit("one-turn-test", 60_000)),
+        );
+        assert.deepEqual(
+          hits.map((hit) => hit.count),
+          Array.from({ length: 20 }, (_, i) => i + 1),
+        );
+        assert.equal(upserts, 1);
+      });
+
       it("keeps the counters in an unlogged table (no WAL flush per hit)", async () => {
         const identity = await open();
         const { rows } = await sql<{ relpersistence: string }>`

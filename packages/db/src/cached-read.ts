@@ -37,7 +37,8 @@ export interface CacheEntries<Row> {
  * another instance — is seen by it. Checks are shared, which is what makes them cheap: every
  * request that arrives before a check starts waits for that one check. A check starts in the
  * event loop's check phase (`setImmediate`), so the requests read from the sockets in one turn
- * share it, and at most one runs at a time; requests arriving while one runs share the next.
+ * share it, and at most one runs at a time; requests arriving while one runs share the next,
+ * which starts in the check phase after it ends.
  * A failed check fails the requests that waited for it (no read is served unchecked).
  *
  * A check that lists its changes drops, in each cache, the entries those rows were read into
@@ -131,8 +132,9 @@ export function createReadCaches(
 
 /**
  * Runs `check` on behalf of many callers: a call resolves when a run that started after it ends.
- * Callers join the next run until it starts; it starts in the check phase of the event loop, or
- * as soon as the run before it ends.
+ * Callers join the next run until it starts. Every run starts in the check phase of the event
+ * loop (`setImmediate`), the first one after the call or after the run before it ends, so the
+ * callers read from the sockets in a whole turn share one run.
  */
 export function shareChecks(check: () => Promise<void>): () => Promise<void> {
   let next: PromiseWithResolvers<void> | undefined;
@@ -154,7 +156,7 @@ export function shareChecks(check: () => Promise<void>): () => Promise<void> {
       next = undefined;
     } finally {
       running = false;
-      if (next) void run();
+      if (next) setImmediate(run);
     }
   };
   return () => {

@@ -143,7 +143,8 @@ export type CounterDatabase = Pick<
  * Counters in the `rate_limits` table: every instance on one PostgreSQL shares them, and the
  * server's clock decides each window, so an instance whose clock is off cannot start a new one.
  *
- * Hits on one counter are batched: while its upsert is in flight, further hits wait, and the
+ * Hits on one counter are batched: an upsert starts in the event loop's check phase, so the hits
+ * read from the sockets in one turn share it; while it is in flight, further hits wait, and the
  * next upsert adds them all at once (`count + n`) and hands each its own count in arrival order
  * (`total - n + 1` … `total`). The counts stay exact across instances — each hit gets a distinct
  * count, as if the hits had been upserted one by one — but a busy key costs one round trip per
@@ -180,7 +181,7 @@ export function createDatabaseRateLimitStore(database: CounterDatabase): RateLim
       for (const hit of batch) hit.reject(error);
     } finally {
       inFlight.delete(bucket);
-      if (waiting.has(bucket)) void flush(bucket, windowMs);
+      if (waiting.has(bucket)) setImmediate(flush, bucket, windowMs);
     }
   }
 
@@ -192,7 +193,7 @@ export function createDatabaseRateLimitStore(database: CounterDatabase): RateLim
         batch.push(hit);
       } else {
         waiting.set(bucket, [hit]);
-        if (!inFlight.has(bucket)) void flush(bucket, windowMs);
+        if (!inFlight.has(bucket)) setImmediate(flush, bucket, windowMs);
       }
       return hit.promise;
     },
