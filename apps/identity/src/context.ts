@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import type { Clock } from "./domain/clock.ts";
 import type { KeyUsageRecorder } from "./domain/key-usage.ts";
 import type { SealingKeyRing } from "./domain/sealing-keys.ts";
@@ -18,6 +19,12 @@ export interface IdentityContext {
   usageStore: UsageStore;
   usage: UsageRecorder;
   sessionTokenTtlMs: number;
+  /**
+   * Keys derived from the service's secret (`deriveServiceKey`), never in the database:
+   * `shortCodes` keys the HMAC stored for sign-in codes and device user codes; `refreshTokens`
+   * derives a rotating refresh token's successor (`domain/grants.ts`).
+   */
+  keys: { shortCodes: KeyObject; refreshTokens: KeyObject };
 }
 
 /** The part of the context a function uses: `ctx: Needs<"store" | "clock">`. */

@@ -19,7 +19,7 @@ import { createKeyUsageRecorder } from "./domain/key-usage.ts";
 import { loadSealingKeys, serviceSecret } from "./domain/sealing-keys.ts";
 import { createUsageRecorder } from "./domain/usage-recorder.ts";
 import { createApp } from "./http/app.ts";
-import { deriveFlashKey } from "./infra/crypto.ts";
+import { deriveFlashKey, deriveServiceKey } from "./infra/crypto.ts";
 import { createLogger } from "./infra/logger.ts";
 import { createMailer } from "./infra/mailer.ts";
 import {
@@ -112,6 +112,7 @@ export async function openIdentityService(
       usage,
       sealingKeys: await loadSealingKeys(store, config, clock, logger),
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
+      keys: serviceKeys(serviceSecret(config)),
     };
     const mailer = createMailer(config.smtpUrl, config.mailFrom, logger);
     const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
@@ -167,4 +168,12 @@ function openRateLimitStore(
   if (config.redisUrl) return createRedisRateLimitStore(config.redisUrl, { clock, onError });
   if (database.engine === "postgres") return createDatabaseRateLimitStore(database);
   return createMemoryRateLimitStore(clock);
+}
+
+/** The keys the context derives from the service's secret, each under a label of its own. */
+function serviceKeys(secret: string | Buffer): IdentityContext["keys"] {
+  return {
+    shortCodes: deriveServiceKey(secret, "agentpass short codes v1"),
+    refreshTokens: deriveServiceKey(secret, "agentpass refresh tokens v1"),
+  };
 }

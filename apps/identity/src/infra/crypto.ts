@@ -1,6 +1,7 @@
 import {
   createCipheriv,
   createDecipheriv,
+  createHmac,
   createSecretKey,
   hash,
   hkdfSync,
@@ -19,6 +20,24 @@ import {
 /** SHA-256, base64url: what is stored in place of a secret, so a leaked database reveals none. */
 export function sha256(value: string): string {
   return hash("sha256", value, "base64url");
+}
+
+/**
+ * A key of its own for one use of the service's secret: HKDF-SHA256 under `label`, so every
+ * instance with the same secret derives the same key, and keys of different labels (and the
+ * key-encryption key) share nothing.
+ */
+export function deriveServiceKey(secret: string | Buffer, label: string): KeyObject {
+  return createSecretKey(Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), label, 32)));
+}
+
+/**
+ * HMAC-SHA256 of `value` under `key`, base64url: what is stored in place of a short secret (a
+ * sign-in code, a device user code). A plain hash of a 6-digit code is inverted in seconds; this
+ * one needs the key, which is derived from the service's secret and never in the database.
+ */
+export function keyedHash(key: KeyObject, value: string): string {
+  return createHmac("sha256", key).update(value).digest("base64url");
 }
 
 /** Compares two hashes (or any two secrets) in constant time. */
@@ -63,7 +82,7 @@ let poolOffset = pool.length;
  * notice), carried by the browser for a few seconds. The browser can neither read nor change
  * one: it is sealed with AES-256-GCM under a key of its own, derived from the service's secret.
  */
-const FLASH_LABEL = Buffer.from("agentpass web flash v1");
+const FLASH_LABEL = "agentpass web flash v1";
 const FLASH_PREFIX = "f1.";
 const FLASH_NONCE_LENGTH = 12;
 const FLASH_EXPIRY_LENGTH = 6;
@@ -77,7 +96,7 @@ const MAX_SEALED_FLASH_LENGTH = 4096;
  * the key-encryption key derived from the same secret.
  */
 export function deriveFlashKey(secret: string | Buffer): KeyObject {
-  return createSecretKey(Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), FLASH_LABEL, 32)));
+  return deriveServiceKey(secret, FLASH_LABEL);
 }
 
 /**
