@@ -1,5 +1,5 @@
 import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
-import { parseTrustProxy, type TrustProxy } from "@agentpass/http";
+import { LOOPBACK_HOSTS, parseTrustProxy, type TrustProxy } from "@agentpass/http";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -8,7 +8,10 @@ const perMinute = z.coerce.number().int().min(1).max(1_000_000_000);
 /** Every setting of the identity service; nothing else reads the environment. */
 const ConfigSchema = z.object({
   PORT: port.default(4000),
-  /** Interface to listen on; unset listens on every interface (IPv4 and IPv6). */
+  /**
+   * Interface to listen on. Unset: every interface (IPv4 and IPv6) once PUBLIC_URL is set; in
+   * development (no PUBLIC_URL) the loopback addresses only, so nobody else reaches it.
+   */
   HOST: z.string().min(1).optional(),
   /**
    * Proxies trusted to say who the client is (X-Forwarded-For / Forwarded): a hop count, or
@@ -53,6 +56,16 @@ const ConfigSchema = z.object({
   FAILED_VERIFIES_PER_MINUTE: perMinute.default(6000),
   /** Requests with an unknown or revoked key one client address may send per minute. */
   BAD_KEYS_PER_MINUTE: perMinute.default(60),
+  /** Revocations (RFC 7009) one client address may ask per minute. */
+  REVOCATIONS_PER_MINUTE: perMinute.default(60),
+  /** Clients one client address may register (RFC 7591) per hour. */
+  CLIENT_REGISTRATIONS_PER_HOUR: perMinute.default(60),
+  /** Client metadata documents fetched per minute for one client address (cached ones are free). */
+  CLIENT_DOCUMENT_FETCHES_PER_MINUTE: perMinute.default(20),
+  /** Client metadata documents fetched per minute from one host name. */
+  CLIENT_DOCUMENT_FETCHES_PER_HOST_PER_MINUTE: perMinute.default(60),
+  /** Client metadata documents one instance fetches at once; past it, a request is refused. */
+  CLIENT_DOCUMENT_FETCHES_AT_ONCE: z.coerce.number().int().min(1).max(1000).default(16),
   /**
    * Sealing keys for session tokens as `id:base64secret` pairs, comma-separated, the first one
    * sealing new tokens. Unset: keys are generated on first start and kept in the database,
@@ -97,7 +110,8 @@ export interface TokenKey {
 
 export interface Config extends DatabaseSettings {
   port: number;
-  host: string | undefined;
+  /** Where to listen (`ServerOptions.host`); unset: every interface. */
+  host: string | readonly string[] | undefined;
   trustProxy: TrustProxy;
   maxConnections: number | undefined;
   dataDir: string;
@@ -120,6 +134,12 @@ export interface RateLimitSettings {
   mintsPerMinute: number;
   failedVerifiesPerMinute: number;
   badKeysPerMinute: number;
+  revocationsPerMinute: number;
+  clientRegistrationsPerHour: number;
+  clientDocumentFetchesPerMinute: number;
+  clientDocumentFetchesPerHostPerMinute: number;
+  /** Not a window: how many client metadata documents one instance fetches at once. */
+  clientDocumentFetchesAtOnce: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; error: string };
@@ -143,7 +163,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ok: true,
     config: {
       port: values.PORT,
-      host: values.HOST,
+      host: values.HOST ?? (values.PUBLIC_URL ? undefined : LOOPBACK_HOSTS),
       trustProxy: values.TRUST_PROXY ?? "none",
       maxConnections: values.MAX_CONNECTIONS,
       dataDir: values.DATA_DIR,
@@ -161,6 +181,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         mintsPerMinute: values.MINTS_PER_MINUTE,
         failedVerifiesPerMinute: values.FAILED_VERIFIES_PER_MINUTE,
         badKeysPerMinute: values.BAD_KEYS_PER_MINUTE,
+        revocationsPerMinute: values.REVOCATIONS_PER_MINUTE,
+        clientRegistrationsPerHour: values.CLIENT_REGISTRATIONS_PER_HOUR,
+        clientDocumentFetchesPerMinute: values.CLIENT_DOCUMENT_FETCHES_PER_MINUTE,
+        clientDocumentFetchesPerHostPerMinute: values.CLIENT_DOCUMENT_FETCHES_PER_HOST_PER_MINUTE,
+        clientDocumentFetchesAtOnce: values.CLIENT_DOCUMENT_FETCHES_AT_ONCE,
       },
     },
   };

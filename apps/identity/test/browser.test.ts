@@ -178,7 +178,11 @@ describe(`the dashboard in Chromium (${engine})`, () => {
     await page.getByText("Approved.").waitFor();
     assert.equal(await exited, 0, stderr);
     await page.goto(`${server.url}/keys`);
-    assert.match((await page.locator("table").textContent()) ?? "", /agentpass on /);
+    // A device login is a connected app, listed once below the keys made by hand.
+    assert.match(
+      (await page.locator("#connected-apps-table").textContent()) ?? "",
+      /agentpass on /,
+    );
     await screenshot("keys-after-device-login");
     rmSync(deviceHome, { recursive: true, force: true });
   });
@@ -244,7 +248,7 @@ describe(`the dashboard in Chromium (${engine})`, () => {
     await phone.close();
   });
 
-  it("renames a key, and folds revoked keys away below the live ones", async () => {
+  it("renames a key, folds revoked keys away below the live ones, and revokes a connected app", async () => {
     await page.goto(`${server.url}/keys`);
     await page.getByRole("link", { name: "Rename laptop" }).click();
     await page.getByLabel("Name").fill("work laptop");
@@ -254,7 +258,10 @@ describe(`the dashboard in Chromium (${engine})`, () => {
     assert.equal(await page.getByRole("link", { name: "Rename work laptop" }).count(), 1);
     await screenshot("key-renamed");
 
-    await page.getByRole("link", { name: /^Revoke agentpass on / }).click();
+    await page.getByLabel("Name (the machine or agent it is for)").fill("old laptop");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.waitForURL(/\/keys$/);
+    await page.getByRole("link", { name: "Revoke old laptop" }).click();
     await page.getByRole("button", { name: "Revoke key" }).click();
     await page.waitForURL(/\/keys$/);
     const folded = page.locator("details#revoked-keys");
@@ -262,8 +269,14 @@ describe(`the dashboard in Chromium (${engine})`, () => {
     assert.equal(await folded.locator("table").isVisible(), false, "folded away");
     assert.equal(await page.locator("#live-keys tbody tr").count(), 1);
     await folded.locator("summary").click();
-    assert.match((await folded.locator("table").textContent()) ?? "", /agentpass on /);
+    assert.match((await folded.locator("table").textContent()) ?? "", /old laptop/);
     await screenshot("keys-revoked-folded");
+
+    await page.getByRole("link", { name: /^Revoke agentpass on / }).click();
+    await page.getByRole("button", { name: "Revoke app" }).click();
+    await page.waitForURL(/\/keys$/);
+    await page.getByText(/^agentpass on .* revoked\.$/).waitFor();
+    assert.equal(await page.locator("#connected-apps-table").count(), 0, "gone from the list");
   });
 
   it("deletes the partner after a confirmation: its key stops verifying and the directory drops it", async () => {

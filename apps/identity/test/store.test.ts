@@ -62,7 +62,6 @@ for (const engine of testEngines()) {
         clientId: null,
         audience: null,
         rotating: 0,
-        replacedBy: null,
       });
       assert.equal(await store.findKeyByHash("partner_keys", input.secretHash), undefined);
     });

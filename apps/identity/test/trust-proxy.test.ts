@@ -151,6 +151,22 @@ for (const engine of testEngines()) {
           "a client naming another's address is still keyed by its own",
         );
       });
+
+      it("keys by the entry the proxy appended, never one the client wrote in front of it", async () => {
+        let n = 0;
+        // Entries that look like a chain of proxies, ending in another client's address.
+        const attacker = await statuses(LIMIT + 1, () =>
+          mintWithUnknownKey(proxy.url, "127.0.0.6", {
+            "x-forwarded-for": `198.51.100.${++n}, 127.0.0.7`,
+          }),
+        );
+        assert.deepEqual(attacker, refusedAfterLimit);
+        assert.equal(
+          await mintWithUnknownKey(proxy.url, "127.0.0.7"),
+          401,
+          "the client it named keeps its own budget",
+        );
+      });
     });
 
     describe("with a stand-in proxy (forwarding headers sent straight to the service)", () => {
@@ -165,22 +181,40 @@ for (const engine of testEngines()) {
         await untrusting?.close();
       });
 
-      it("keys IPv6 clients by their /64", async () => {
+      it("keys IPv6 clients by their /48: rotating /64s of one site does not reset a budget", async () => {
         const from = (address: string) => ({ "x-forwarded-for": address });
-        const first = await statuses(LIMIT, () =>
-          mintWithUnknownKey(trusting.url, "127.0.0.1", from("2001:db8:1:2::1")),
+        let n = 0;
+        const rotating = await statuses(LIMIT + 1, () =>
+          mintWithUnknownKey(
+            trusting.url,
+            "127.0.0.1",
+            from(`2001:db8:1:${(++n).toString(16)}::1`),
+          ),
         );
-        assert.deepEqual(first, Array(LIMIT).fill(401));
+        assert.deepEqual(rotating, refusedAfterLimit, "one /64 after another of 2001:db8:1::/48");
         assert.equal(
-          await mintWithUnknownKey(trusting.url, "127.0.0.1", from("2001:db8:1:2:ffff::9")),
+          await mintWithUnknownKey(trusting.url, "127.0.0.1", from("2001:db8:1:ffff:1:2:3:4")),
           429,
-          "the same /64",
+          "the same /48",
         );
         assert.equal(
-          await mintWithUnknownKey(trusting.url, "127.0.0.1", from("2001:db8:1:3::1")),
+          await mintWithUnknownKey(trusting.url, "127.0.0.1", from("2001:db8:2::1")),
           401,
-          "the next /64",
+          "the next /48",
         );
+      });
+
+      it("believes no client-written X-Forwarded-For behind a proxy that writes Forwarded", async () => {
+        // The proxy says who connected to it in RFC 7239 Forwarded; the client adds its own
+        // X-Forwarded-For, a new address each time, to get a fresh budget each time.
+        let n = 0;
+        const rotating = await statuses(LIMIT + 1, () =>
+          mintWithUnknownKey(trusting.url, "127.0.0.1", {
+            forwarded: "for=198.51.100.7",
+            "x-forwarded-for": `203.0.113.${++n}`,
+          }),
+        );
+        assert.deepEqual(rotating, refusedAfterLimit, "a client cannot pick its own key");
       });
 
       it("ignores forwarding headers when no proxy is trusted", async () => {

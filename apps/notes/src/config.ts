@@ -1,11 +1,13 @@
 import { availableParallelism } from "node:os";
 import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
+import { LOOPBACK_HOSTS } from "@agentpass/http";
 import { z } from "zod";
 import { DEFAULT_NOTES_LIMITS, type NotesLimits } from "./store/limits.ts";
 
 /** Every setting of the notes API; nothing else reads the environment. */
 const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4001),
+  /** Interface to listen on; unset: every interface, or the loopback ones without PUBLIC_URL. */
   HOST: z.string().min(1).optional(),
   DATA_DIR: z.string().min(1).default("./data"),
   DATABASE_URL: z
@@ -62,7 +64,8 @@ const ConfigSchema = z.object({
 
 export interface NotesConfig extends DatabaseSettings {
   port: number;
-  host: string | undefined;
+  /** Where to listen (`ServerOptions.host`); unset: every interface. */
+  host: string | readonly string[] | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
   agentpassUrl: string;
@@ -92,7 +95,7 @@ export function loadNotesConfig(
     ok: true,
     config: {
       port: v.PORT,
-      host: v.HOST,
+      host: v.HOST ?? (v.PUBLIC_URL ? undefined : LOOPBACK_HOSTS),
       dataDir: v.DATA_DIR,
       databaseUrl: v.DATABASE_URL,
       ...toDatabaseSettings(v),

@@ -324,9 +324,13 @@ for (const engine of testEngines()) {
       for (const [token, code] of refused) {
         const answer = await post({ authorization: `Bearer ${token}` });
         assert.equal(answer.status, 401, code);
+        const why =
+          code === "session_token_unbound"
+            ? ', error_description="The token is not bound to this resource: ask AgentPass for it with the resource parameter (RFC 8707)"'
+            : "";
         assert.equal(
           answer.headers.get("www-authenticate"),
-          `${MCP_CHALLENGE}, error="invalid_token", ${LEGACY}`,
+          `${MCP_CHALLENGE}, error="invalid_token"${why}, ${LEGACY}`,
         );
         assert.equal(((await answer.json()) as { code: string }).code, code);
         await assert.rejects(connect(token), (error: unknown) => {

@@ -33,23 +33,28 @@ export function parseTrustProxy(value: string | undefined): TrustProxy | { error
 
 /**
  * The address a request came from, as a rate-limit key: the socket's peer, or, through trusted
- * proxies only, the address they forwarded (`X-Forwarded-For`, else `Forwarded: for=`). An
- * untrusted client's own forwarding headers are ignored, so it cannot pick its own key. IPv6
- * clients are keyed by their /64, the block one subscriber is usually given.
+ * proxies only, the address they forwarded: the entry the nearest trusted proxy appended to
+ * `X-Forwarded-For` (or `Forwarded: for=`), walking left only past proxies trusted in turn, so
+ * the entries a client wrote in front of them are never read. An untrusted client's own
+ * forwarding headers are ignored, so it cannot pick its own key. IPv6 clients are keyed by
+ * their /48 (`rateLimitKey`).
  */
 export function clientAddress(
   trust: TrustProxy,
   peer: string | undefined,
   forwarded: { xForwardedFor?: string | undefined; forwarded?: string | undefined },
 ): string {
-  let address = normalize(peer ?? "");
-  if (trust !== "none" && address !== "") {
-    const chain = forwardedChain(forwarded);
-    for (let hop = 0; hop < chain.length && isTrusted(trust, address, hop); hop++) {
-      address = chain[chain.length - 1 - hop] as string;
-    }
+  const socket = normalize(peer ?? "");
+  if (trust === "none" || socket === "") return rateLimitKey(socket);
+  const { xForwardedFor, forwarded: rfc7239 } = forwarded;
+  const viaXff = xForwardedFor ? walk(trust, socket, xffChain(xForwardedFor)) : null;
+  const viaForwarded = rfc7239 ? walk(trust, socket, forwardedChain(rfc7239)) : null;
+  // A proxy writes one of the two headers; the client can write the other, so when they name
+  // different clients neither can be believed, and the request is the proxy's own.
+  if (viaXff !== null && viaForwarded !== null && viaXff !== viaForwarded) {
+    return rateLimitKey(socket);
   }
-  return rateLimitKey(address);
+  return rateLimitKey(viaXff ?? viaForwarded ?? socket);
 }
 
 /** `clientAddress` of a Node request; "unknown" without one (a request made in process). */
@@ -68,13 +73,26 @@ function isTrusted(trust: Exclude<TrustProxy, "none">, address: string, hop: num
   return family !== 0 && trust.ranges.check(address, family === 6 ? "ipv6" : "ipv4");
 }
 
+/** From the peer leftwards through `chain`, as far as each hop is trusted to say who sent it. */
+function walk(trust: Exclude<TrustProxy, "none">, peer: string, chain: string[]): string {
+  let address = peer;
+  for (let hop = 0; hop < chain.length && isTrusted(trust, address, hop); hop++) {
+    address = chain[chain.length - 1 - hop] as string;
+  }
+  return address;
+}
+
+function xffChain(header: string): string[] {
+  return addressChain(header.split(","));
+}
+
+function forwardedChain(header: string): string[] {
+  const entries = header.match(/for=("[^"]*"|[^;,\s]*)/gi) ?? [];
+  return addressChain(entries.map((pair) => pair.slice(4).replace(/^"|"$/g, "")));
+}
+
 /** The forwarded addresses, the client's first, each normalized; unreadable entries end it. */
-function forwardedChain(headers: { xForwardedFor?: string; forwarded?: string }): string[] {
-  const entries = headers.xForwardedFor
-    ? headers.xForwardedFor.split(",")
-    : (headers.forwarded?.match(/for=("[^"]*"|[^;,\s]*)/gi) ?? []).map((pair) =>
-        pair.slice(4).replace(/^"|"$/g, ""),
-      );
+function addressChain(entries: string[]): string[] {
   const chain = entries.map((entry) => normalize(stripPort(entry.trim())));
   // Everything left of an entry that is not an address is the client's to make up.
   const lastBad = chain.findLastIndex((entry) => isIP(entry) === 0);
@@ -92,10 +110,14 @@ function normalize(address: string): string {
   return mapped ? (mapped[1] as string) : address.toLowerCase();
 }
 
+/**
+ * IPv6 clients are keyed by their /48, the block one site is given: a subscriber often holds
+ * many /64s (a /56 or a /48), so keying by /64 would let it rotate prefixes for fresh budgets.
+ */
 function rateLimitKey(address: string): string {
   if (isIP(address) !== 6) return address || "unknown";
   const groups = expandIpv6(address);
-  return `${groups.slice(0, 4).join(":")}::/64`;
+  return `${groups.slice(0, 3).join(":")}::/48`;
 }
 
 function expandIpv6(address: string): string[] {

@@ -46,6 +46,7 @@ export {
   readTextBody,
 } from "./read-body.ts";
 export {
+  LOOPBACK_HOSTS,
   type RunningServer,
   type ServableService,
   type ServerOptions,

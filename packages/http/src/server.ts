@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Listener } from "./api-router.ts";
@@ -30,9 +30,19 @@ export const SOCKET_LIMITS = {
   connectionsCheckingIntervalMs: 1_000,
 };
 
+/**
+ * Where a service listens when nothing says it may be reached from elsewhere (development):
+ * both loopback addresses, since `localhost` resolves to either, and no other interface.
+ */
+export const LOOPBACK_HOSTS: readonly string[] = ["127.0.0.1", "::1"];
+
 export interface ServerOptions {
   port: number;
-  host?: string | undefined;
+  /**
+   * The address to listen on, or several on one port (`LOOPBACK_HOSTS`); unset: every
+   * interface. Of several, one this machine lacks (no IPv6) is skipped.
+   */
+  host?: string | readonly string[] | undefined;
   /** Open connections past which new ones are dropped at once; unset: no cap. */
   maxConnections?: number | undefined;
   /** Overrides of `SOCKET_LIMITS` (tests use short ones). */
@@ -40,28 +50,79 @@ export interface ServerOptions {
 }
 
 /** Serves a service over HTTP on `port` (0 picks a free one). */
-export function startServer(
+export async function startServer(
   service: ServableService,
   options: ServerOptions,
 ): Promise<RunningServer> {
-  const server = createHttpServer(service.listener, options.limits);
-  if (options.maxConnections) server.maxConnections = options.maxConnections;
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      const { port } = server.address() as AddressInfo;
-      const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
-      resolve({
-        url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
-        port,
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => service.close().then(done, done));
-            server.closeIdleConnections();
-          }),
-      });
-    });
+  const hosts = typeof options.host === "object" ? [...options.host] : [options.host];
+  if (hosts.length === 0) hosts.push(undefined);
+  const { servers, port } = await listenOnEvery(hosts, options, service.listener);
+  const first = hosts[0];
+  const host = first && first !== "0.0.0.0" ? first : "127.0.0.1";
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    port,
+    close: async () => {
+      await Promise.all(
+        servers.map(
+          (server) =>
+            new Promise<void>((done) => {
+              server.close(() => done());
+              server.closeIdleConnections();
+            }),
+        ),
+      );
+      await service.close().catch(() => {});
+    },
+  };
+}
+
+/**
+ * One server per host, all on the same port: the first picks it when `port` is 0, and if a later
+ * host has it taken, all start over on another. A host after the first that this machine lacks
+ * (`EADDRNOTAVAIL`: no IPv6 loopback) is skipped.
+ */
+async function listenOnEvery(
+  hosts: (string | undefined)[],
+  options: ServerOptions,
+  listener: Listener,
+): Promise<{ servers: Server[]; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const servers: Server[] = [];
+    let port = options.port;
+    try {
+      for (const [index, host] of hosts.entries()) {
+        const server = createHttpServer(listener, options.limits);
+        if (options.maxConnections) server.maxConnections = options.maxConnections;
+        const error = await listen(server, port, host);
+        if (error && index > 0 && isMissingAddress(error)) continue;
+        if (error) throw error;
+        servers.push(server);
+        port = (server.address() as AddressInfo).port;
+      }
+      return { servers, port };
+    } catch (error) {
+      await Promise.all(servers.map((server) => new Promise((done) => server.close(done))));
+      const taken = (error as NodeJS.ErrnoException).code === "EADDRINUSE";
+      if (!(taken && options.port === 0 && servers.length > 0 && attempt < 5)) throw error;
+    }
+  }
+}
+
+/** Listens; the error it failed with, or null. */
+function listen(
+  server: Server,
+  port: number,
+  host: string | undefined,
+): Promise<NodeJS.ErrnoException | null> {
+  return new Promise((resolve) => {
+    server.once("error", resolve);
+    server.listen(port, host, () => resolve(null));
   });
+}
+
+function isMissingAddress(error: NodeJS.ErrnoException): boolean {
+  return error.code === "EADDRNOTAVAIL" || error.code === "EAFNOSUPPORT";
 }
 
 /**

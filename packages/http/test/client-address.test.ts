@@ -40,14 +40,22 @@ describe("client addresses behind proxies", () => {
 
   it("reads RFC 7239 Forwarded when there is no X-Forwarded-For", () => {
     const forwarded = 'for=6.6.6.6, for="[2001:db8:cafe:1:2::3]:4711";proto=https';
-    assert.equal(clientAddress(trust("1"), "127.0.0.1", { forwarded }), "2001:db8:cafe:1::/64");
+    assert.equal(clientAddress(trust("1"), "127.0.0.1", { forwarded }), "2001:db8:cafe::/48");
   });
 
-  it("keys IPv6 clients by their /64, IPv4 by their address", () => {
+  it("believes neither header when X-Forwarded-For and Forwarded name different clients", () => {
+    // The proxy wrote one of them; the client, the other.
+    const both = { forwarded: "for=198.51.100.7", xForwardedFor: "203.0.113.9" };
+    assert.equal(clientAddress(trust("1"), "10.0.0.6", both), "10.0.0.6");
+    const agreeing = { forwarded: "for=198.51.100.7", xForwardedFor: "198.51.100.7" };
+    assert.equal(clientAddress(trust("1"), "10.0.0.6", agreeing), "198.51.100.7");
+  });
+
+  it("keys IPv6 clients by their /48, IPv4 by their address", () => {
     const none = trust("");
-    assert.equal(clientAddress(none, "2001:db8:cafe:1:aaaa::1", {}), "2001:db8:cafe:1::/64");
-    assert.equal(clientAddress(none, "2001:DB8:CAFE:1::ffff", {}), "2001:db8:cafe:1::/64");
-    assert.equal(clientAddress(none, "2001:db8::1", {}), "2001:db8:0:0::/64");
+    assert.equal(clientAddress(none, "2001:db8:cafe:1:aaaa::1", {}), "2001:db8:cafe::/48");
+    assert.equal(clientAddress(none, "2001:DB8:CAFE:ff::ffff", {}), "2001:db8:cafe::/48");
+    assert.equal(clientAddress(none, "2001:db8::1", {}), "2001:db8:0::/48");
     assert.equal(clientAddress(none, "::ffff:192.0.2.1", {}), "192.0.2.1");
     assert.equal(clientAddress(none, undefined, {}), "unknown");
   });

@@ -1,5 +1,5 @@
 import type { Needs } from "../context.ts";
-import type { KeyRecord, KeyTableName, OAuthGrant } from "../store/store.ts";
+import type { KeyRecord, KeyTableName } from "../store/store.ts";
 import { isId } from "./ids.ts";
 import { displayPrefixOf, generateKey, hashKey, type KeyKind } from "./keys.ts";
 
@@ -23,7 +23,6 @@ export async function issueKey(
   kind: KeyKind,
   ownerId: string,
   name: string,
-  grant?: OAuthGrant,
 ): Promise<IssueKeyResult> {
   const trimmed = keyNameOf(name);
   if (trimmed === null) return { ok: false, code: "INVALID_NAME" };
@@ -34,7 +33,6 @@ export async function issueKey(
     displayPrefix: displayPrefixOf(key),
     secretHash: hashKey(key),
     createdAt: ctx.clock(),
-    grant,
   });
   return { ok: true, record, key };
 }

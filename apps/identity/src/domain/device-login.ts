@@ -1,6 +1,6 @@
 import type { Needs } from "../context.ts";
-import { randomSecret, randomString, sha256 } from "../infra/crypto.ts";
-import { issueKey } from "./credentials.ts";
+import { keyedHash, randomSecret, randomString, sha256 } from "../infra/crypto.ts";
+import { createGrant } from "./grants.ts";
 
 /** RFC 8628 device authorization: the CLI shows a code, the person approves it in a browser. */
 export const DEVICE_CODE_LIFETIME_S = 600;
@@ -24,7 +24,7 @@ export function displayableClientName(name: string): string {
 
 /** Starts a device login; `clientAddress` is where the request came from, shown to the approver. */
 export async function startDeviceLogin(
-  ctx: Needs<"web" | "clock">,
+  ctx: Needs<"web" | "clock" | "keys">,
   clientName: string,
   clientAddress: string,
 ) {
@@ -32,9 +32,12 @@ export async function startDeviceLogin(
   const drawn = randomString(USER_CODE_ALPHABET, 8);
   const userCode = `${drawn.slice(0, 4)}-${drawn.slice(4)}`;
   const now = ctx.clock();
+  const deviceHash = sha256(deviceCode);
   await ctx.web.insertDeviceCode({
-    device_hash: sha256(deviceCode),
-    user_code: userCode,
+    device_hash: deviceHash,
+    // Not the code: whoever reads the row could approve it. See `IdentityDatabase`.
+    user_code: deviceHash,
+    user_code_hash: hashUserCode(ctx, userCode),
     client_name: displayableClientName(clientName),
     client_address: clientAddress,
     status: "pending",
@@ -46,6 +49,14 @@ export async function startDeviceLogin(
   return { deviceCode, userCode, expiresIn: DEVICE_CODE_LIFETIME_S, interval: POLL_INTERVAL_S };
 }
 
+/**
+ * What is stored for a user code: 20^8 codes are few enough to try every one against a plain
+ * hash, so the hash is keyed with a key that is not in the database.
+ */
+function hashUserCode(ctx: Needs<"keys">, userCode: string): string {
+  return keyedHash(ctx.keys.shortCodes, userCode);
+}
+
 /** Normalizes what a person types: case, spaces and the dash do not matter. */
 export function normalizeUserCode(input: string): string {
   const letters = input.toUpperCase().replace(/[^A-Z]/g, "");
@@ -53,6 +64,7 @@ export function normalizeUserCode(input: string): string {
 }
 
 export interface PendingDeviceLogin {
+  /** The code as the person typed it, normalized: the database does not have it. */
   userCode: string;
   /** What the device called itself: unverified. */
   clientName: string;
@@ -65,13 +77,15 @@ export interface PendingDeviceLogin {
 
 /** The pending request a person is about to approve, or null. */
 export async function findPendingDeviceLogin(
-  ctx: Needs<"web" | "clock">,
+  ctx: Needs<"web" | "clock" | "keys">,
   userCode: string,
 ): Promise<PendingDeviceLogin | null> {
-  const code = await ctx.web.findDeviceCodeByUserCode(normalizeUserCode(userCode));
+  const typed = normalizeUserCode(userCode);
+  if (typed === "") return null;
+  const code = await ctx.web.findDeviceCodeByUserCodeHash(hashUserCode(ctx, typed));
   if (code?.status !== "pending" || code.expires_at <= ctx.clock()) return null;
   return {
-    userCode: code.user_code,
+    userCode: typed,
     clientName: displayableClientName(code.client_name),
     startedAt: code.created_at,
     startedFrom: code.client_address,
@@ -80,7 +94,7 @@ export async function findPendingDeviceLogin(
 }
 
 export async function decideDeviceLogin(
-  ctx: Needs<"web" | "clock">,
+  ctx: Needs<"web" | "clock" | "keys">,
   userCode: string,
   accountId: string,
   approve: boolean,
@@ -119,14 +133,14 @@ export type PollResult =
     };
 
 /**
- * One poll of the CLI. Once approved, the user key is created here, named after the device,
- * and handed over exactly once: no secret waits in the database for the CLI to come.
+ * One poll of the CLI. Once approved, the login becomes a grant of `clientId` (the CLI, or
+ * another device-flow client), named after the device, whose user key is handed over exactly
+ * once: no secret waits in the database for the CLI to come.
  */
 export async function pollDeviceLogin(
-  ctx: Needs<"web" | "store" | "clock">,
+  ctx: Needs<"web" | "oauth" | "clock">,
   deviceCode: string,
-  /** The OAuth client polling, recorded on the key; absent for the pre-OAuth JSON endpoint. */
-  clientId?: string,
+  clientId: string,
 ): Promise<PollResult> {
   const deviceHash = sha256(deviceCode);
   const code = await ctx.web.findDeviceCode(deviceHash);
@@ -142,11 +156,15 @@ export async function pollDeviceLogin(
   if (!(await ctx.web.setDeviceStatus(deviceHash, "approved", "consumed", null))) {
     return { ok: false, error: "invalid_grant" };
   }
-  const grant = clientId ? { clientId, audience: null, rotating: false } : undefined;
-  const name = code.client_name.slice(0, 100);
-  const issued = await issueKey(ctx, "user", code.account_id, name, grant);
-  if (!issued.ok) return { ok: false, error: "invalid_grant" };
-  return { ok: true, userKey: issued.key, keyId: issued.record.id, accountId: code.account_id };
+  const grant = await createGrant(ctx, {
+    accountId: code.account_id,
+    // The device's name is its own word, whoever the client is.
+    client: { id: clientId, name: displayableClientName(code.client_name), verified: false },
+    audience: null,
+    createdFrom: code.client_address,
+    rotating: false,
+  });
+  return { ok: true, userKey: grant.refreshToken, keyId: grant.id, accountId: code.account_id };
 }
 
 /**

@@ -4,12 +4,14 @@ import type { RateLimitSettings } from "../config.ts";
 export const MAX_BODY_BYTES = 64 * 1024;
 
 const MINUTE = 60 * 1000;
+const HOUR = 60 * MINUTE;
 
 /**
  * Every rate limit, per fixed window, in the shared rate-limit store:
  * sign-in mail per address and per client address, device-login codes per client, and user
  * codes looked up or decided per signed-in account (10 logins' worth), fixed;
- * the hot paths' budgets from the configuration.
+ * the hot paths' budgets, and OAuth's unauthenticated revocation, registration and client
+ * metadata document fetches (per client address, and per document host), from the configuration.
  */
 export function rateLimits(settings: RateLimitSettings) {
   return {
@@ -19,7 +21,20 @@ export function rateLimits(settings: RateLimitSettings) {
     deviceCodesPerIp: { limit: 30, windowMs: 15 * MINUTE },
     deviceCodeGuessesPerAccount: { limit: 20, windowMs: 15 * MINUTE },
     mintsPerUserKey: { limit: settings.mintsPerMinute, windowMs: MINUTE },
+    // A client refreshes once per 5-minute token, a few times at once at most: 120 a minute is
+    // ten busy clients' worth, and bounds what one account's grants can make the service write.
+    refreshesPerAccount: { limit: 120, windowMs: MINUTE },
     failedVerifiesPerPartnerKey: { limit: settings.failedVerifiesPerMinute, windowMs: MINUTE },
     badKeysPerIp: { limit: settings.badKeysPerMinute, windowMs: MINUTE },
+    revocationsPerIp: { limit: settings.revocationsPerMinute, windowMs: MINUTE },
+    clientRegistrationsPerIp: { limit: settings.clientRegistrationsPerHour, windowMs: HOUR },
+    clientDocumentFetchesPerIp: {
+      limit: settings.clientDocumentFetchesPerMinute,
+      windowMs: MINUTE,
+    },
+    clientDocumentFetchesPerHost: {
+      limit: settings.clientDocumentFetchesPerHostPerMinute,
+      windowMs: MINUTE,
+    },
   };
 }

@@ -2,18 +2,19 @@ import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { Needs } from "../context.ts";
 import { randomSecret, sha256 } from "../infra/crypto.ts";
-import type { FetchResult } from "../infra/fetch-public-document.ts";
+import type { CappedFetchResult } from "../infra/fetch-public-document.ts";
 import type { RateLimiter, RateLimitResult } from "../infra/rate-limit.ts";
-import { issueKey } from "./credentials.ts";
 import { displayableClientName } from "./device-login.ts";
-import { displayPrefixOf, generateKey, hashKey, isWellFormedKey } from "./keys.ts";
+import { createGrant } from "./grants.ts";
+import { redirectUriMatches, validRedirectUris } from "./redirect-uris.ts";
 import { sealFor } from "./session-tokens.ts";
 
 /**
- * AgentPass as an OAuth 2.1 authorization server, for the model it already has: the user key is
- * the refresh token, the session token the access token, a partner the resource server (its
- * registered resource URLs name it), and `POST /api/verify` stays as it is beside RFC 7662
- * introspection. Results are typed: `{ ok: false, error }` carries the RFC's error code.
+ * AgentPass as an OAuth 2.1 authorization server, for the model it already has: a consent or a
+ * device login is a grant (`grants.ts`) whose refresh token mints session tokens (the access
+ * tokens), a partner is the resource server (its registered resource URLs name it), and
+ * `POST /api/verify` stays as it is beside RFC 7662 introspection. Results are typed:
+ * `{ ok: false, error }` carries the RFC's error code.
  */
 
 /** The `agentpass` CLI: pre-registered, public, device flow and refresh grant. */
@@ -38,54 +39,117 @@ export function createClientDocumentCache(): ClientDocuments {
 }
 
 export interface OAuthDeps {
-  /** Fetches a client's metadata document, SSRF-safely (`fetchPublicDocument`). */
-  fetchDocument: (url: URL) => Promise<FetchResult>;
+  /**
+   * Fetches a client's metadata document, SSRF-safely (`fetchPublicDocument`), at most so many
+   * at once in this instance (`capConcurrentFetches`): past that, `busy` without fetching.
+   */
+  fetchDocument: (url: URL) => Promise<CappedFetchResult>;
   clientDocuments: ClientDocuments;
+  /**
+   * Fetches of metadata documents, counted before each is sent: per client address of the
+   * request that asked for it, and per host name of the document. A cached document costs none.
+   */
+  documentFetches: { perIp: RateLimiter; perHost: RateLimiter };
   /** The issuer, `PUBLIC_URL`. */
   issuer: string;
 }
 
-type OAuthContext = Needs<
-  "store" | "oauth" | "clock" | "sealingKeys" | "keyUsage" | "sessionTokenTtlMs"
->;
+type ClientDeps = Pick<OAuthDeps, "fetchDocument" | "clientDocuments" | "documentFetches">;
 
-/** The client named `clientId`: the CLI, a registered one, or a metadata document's URL. */
-export async function resolveClient(
+/**
+ * What a client id names: the client, or why not. `rate_limited` and `busy` say nothing of the
+ * client (its document was not fetched); the request may be tried again later.
+ */
+export type ClientLookup =
+  | { ok: true; client: OAuthClient }
+  | { ok: false; code: "unknown_client" }
+  | { ok: false; code: "rate_limited"; limit: RateLimitResult }
+  | { ok: false; code: "busy" };
+
+/** Why a client could not be looked up now, as a person or a client developer reads it. */
+export const CLIENT_LOOKUP_DESCRIPTIONS = {
+  unknown_client: "Unknown client",
+  rate_limited:
+    "Too many client metadata documents fetched for this address or from this host: try again later",
+  busy: "Too many client metadata documents are being fetched right now: try again in a moment",
+} as const;
+
+type OAuthContext = Needs<"store" | "oauth" | "clock" | "sealingKeys" | "sessionTokenTtlMs">;
+
+/**
+ * The client named `clientId`: the CLI, a registered one, or a metadata document's URL. A
+ * document not in the cache is fetched only within the budgets of `deps.documentFetches`,
+ * counted against `requester` (the client address that asked; undefined where the caller has
+ * none, then only the host's budget and the cap on fetches at once bound it).
+ */
+export async function lookUpClient(
   ctx: Needs<"oauth">,
-  deps: Pick<OAuthDeps, "fetchDocument" | "clientDocuments">,
+  deps: ClientDeps,
   clientId: string,
-): Promise<OAuthClient | undefined> {
+  requester: string | undefined,
+): Promise<ClientLookup> {
   if (clientId === CLI_CLIENT_ID) {
-    return { clientId, clientName: "agentpass CLI", redirectUris: [], kind: "builtin" };
+    const client: OAuthClient = {
+      clientId,
+      clientName: "agentpass CLI",
+      redirectUris: [],
+      kind: "builtin",
+    };
+    return { ok: true, client };
   }
   if (clientId.startsWith("https://") || clientId.startsWith("http://")) {
-    return (await clientFromDocument(deps, clientId)) ?? undefined;
+    return clientFromDocument(deps, clientId, requester);
   }
-  if (clientId.length > 100) return undefined;
+  if (clientId.length > 100) return { ok: false, code: "unknown_client" };
   const registered = await ctx.oauth.findClient(clientId);
-  return registered && { ...registered, kind: "registered" };
+  return registered
+    ? { ok: true, client: { ...registered, kind: "registered" } }
+    : { ok: false, code: "unknown_client" };
+}
+
+/** `lookUpClient` for callers that only tell a known client from anything else. */
+export async function resolveClient(
+  ctx: Needs<"oauth">,
+  deps: ClientDeps,
+  clientId: string,
+  requester?: string,
+): Promise<OAuthClient | undefined> {
+  const found = await lookUpClient(ctx, deps, clientId, requester);
+  return found.ok ? found.client : undefined;
 }
 
 async function clientFromDocument(
-  deps: Pick<OAuthDeps, "fetchDocument" | "clientDocuments">,
+  deps: ClientDeps,
   clientId: string,
-): Promise<OAuthClient | null> {
+  requester: string | undefined,
+): Promise<ClientLookup> {
+  const known = (client: OAuthClient | null): ClientLookup =>
+    client ? { ok: true, client } : { ok: false, code: "unknown_client" };
   const cached = deps.clientDocuments.get(clientId);
-  if (cached) return cached.client;
+  if (cached) return known(cached.client);
   let url: URL;
   try {
     url = new URL(clientId);
   } catch {
-    return null;
+    return known(null);
   }
   // The document's URL is its client id, exactly: no fragment, no credentials, a path.
   if (url.hash || url.username || url.password || url.pathname === "/" || url.href !== clientId) {
-    return null;
+    return known(null);
   }
+  // Counted before the fetch: a refused fetch is never sent, whatever the document would say.
+  if (requester !== undefined) {
+    const counted = await deps.documentFetches.perIp.take(requester);
+    if (!counted.ok) return { ok: false, code: "rate_limited", limit: counted };
+  }
+  const counted = await deps.documentFetches.perHost.take(url.hostname);
+  if (!counted.ok) return { ok: false, code: "rate_limited", limit: counted };
   const fetched = await deps.fetchDocument(url);
+  // Not cached: a moment of too many fetches must not make a client unknown for minutes.
+  if (!fetched.ok && fetched.reason === "busy") return { ok: false, code: "busy" };
   const client = fetched.ok ? parseClientDocument(clientId, fetched.body) : null;
   deps.clientDocuments.set(clientId, { client });
-  return client;
+  return known(client);
 }
 
 function parseClientDocument(clientId: string, body: string): OAuthClient | null {
@@ -113,34 +177,18 @@ function parseClientDocument(clientId: string, body: string): OAuthClient | null
   };
 }
 
-/**
- * Redirect URIs a client may register: absolute https URIs, or http on a loopback address (a
- * native app's local server, RFC 8252 section 7.3), without a fragment; at most 10.
- */
-export function validRedirectUris(value: unknown): string[] | null {
-  if (!Array.isArray(value) || value.length === 0 || value.length > 10) return null;
-  const uris: string[] = [];
-  for (const item of value) {
-    if (typeof item !== "string" || item.length > 2000) return null;
-    let url: URL;
-    try {
-      url = new URL(item);
-    } catch {
-      return null;
-    }
-    if (url.hash || !isHttpsOrLoopback(url)) {
-      return null;
-    }
-    uris.push(item);
-  }
-  return uris;
-}
-
 export type RegistrationResult =
   | { ok: true; client: OAuthClient; issuedAt: number }
   | { ok: false; error: "invalid_redirect_uri" | "invalid_client_metadata"; description: string };
 
-/** RFC 7591 dynamic registration of a public client. */
+/** The longest client_name a registration may send: what a consent page shows of a name. */
+export const MAX_CLIENT_NAME_LENGTH = 100;
+
+/**
+ * RFC 7591 dynamic registration of a public client. What is kept is bounded: the metadata's
+ * body by the endpoint, the name here, the redirect URIs by `validRedirectUris`; a client no
+ * authorization code was issued to is deleted a day after it registered (`store/purge.ts`).
+ */
 export async function registerClient(
   ctx: Needs<"oauth" | "clock">,
   metadata: Record<string, unknown>,
@@ -150,7 +198,8 @@ export async function registerClient(
     return {
       ok: false,
       error: "invalid_redirect_uri",
-      description: "redirect_uris must be 1 to 10 https URIs (or http on a loopback address)",
+      description:
+        "redirect_uris must be 1 to 10 https URIs, http URIs on a loopback address, or private-use scheme URIs (RFC 8252)",
     };
   }
   const method = metadata.token_endpoint_auth_method;
@@ -162,8 +211,12 @@ export async function registerClient(
     };
   }
   const name = metadata.client_name;
-  if (name !== undefined && typeof name !== "string") {
-    return { ok: false, error: "invalid_client_metadata", description: "Invalid client_name" };
+  if (name !== undefined && (typeof name !== "string" || name.length > MAX_CLIENT_NAME_LENGTH)) {
+    return {
+      ok: false,
+      error: "invalid_client_metadata",
+      description: `client_name must be a string of at most ${MAX_CLIENT_NAME_LENGTH} characters`,
+    };
   }
   const issuedAt = ctx.clock();
   const client: OAuthClient = {
@@ -260,18 +313,25 @@ export type AuthorizationCheck =
 /** Checks an authorization request's parameters, in the order RFC 6749 section 4.1.2.1 asks. */
 export async function checkAuthorizationRequest(
   ctx: Needs<"oauth" | "store">,
-  deps: Pick<OAuthDeps, "fetchDocument" | "clientDocuments">,
+  deps: ClientDeps,
   params: URLSearchParams,
+  /** The client address of the request: a metadata document fetched for it is counted there. */
+  requester: string,
 ): Promise<AuthorizationCheck> {
   const single = (name: string) => {
     const values = params.getAll(name);
     return values.length === 1 ? values[0] : values.length === 0 ? undefined : null;
   };
   const clientId = single("client_id");
-  const client = clientId ? await resolveClient(ctx, deps, clientId) : undefined;
-  if (!client) return { ok: false, redirect: false, description: "Unknown client" };
+  const found = clientId
+    ? await lookUpClient(ctx, deps, clientId, requester)
+    : ({ ok: false, code: "unknown_client" } as const);
+  if (!found.ok) {
+    return { ok: false, redirect: false, description: CLIENT_LOOKUP_DESCRIPTIONS[found.code] };
+  }
+  const { client } = found;
   const redirectUri = single("redirect_uri");
-  if (!redirectUri || !client.redirectUris.includes(redirectUri)) {
+  if (!redirectUri || !redirectUriMatches(client.redirectUris, redirectUri)) {
     return {
       ok: false,
       redirect: false,
@@ -317,6 +377,10 @@ export async function issueAuthorizationCode(
   accountId: string,
 ): Promise<string> {
   const code = randomSecret();
+  // A registered client is kept once a code was issued to it; unused ones are purged.
+  if (request.client.kind === "registered") {
+    await ctx.oauth.markClientUsed(request.client.clientId, ctx.clock());
+  }
   await ctx.oauth.insertCode({
     code_hash: sha256(code),
     client_id: request.client.clientId,
@@ -328,6 +392,7 @@ export async function issueAuthorizationCode(
     expires_at: ctx.clock() + CODE_LIFETIME_MS,
     used_at: null,
     key_id: null,
+    client_name: request.client.clientName,
   });
   return code;
 }
@@ -350,12 +415,10 @@ export type TokenResult =
       accessToken: string;
       expiresIn: number;
       refreshToken?: string;
-      scope?: string;
     }
-  | { ok: false; error: TokenError; description: string }
-  | { ok: false; error: "rate_limited"; limit: RateLimitResult };
+  | { ok: false; error: TokenError; description: string };
 
-/** RFC 6749 section 4.1.3 with PKCE (RFC 7636): a code and its verifier for a refresh token. */
+/** RFC 6749 section 4.1.3 with PKCE (RFC 7636): a code and its verifier make a grant. */
 export async function redeemAuthorizationCode(
   ctx: OAuthContext,
   fields: {
@@ -364,6 +427,8 @@ export async function redeemAuthorizationCode(
     clientId: string;
     verifier: string;
     resource?: string;
+    /** Where the token request came from: shown to the person with the grant. */
+    clientAddress: string;
   },
 ): Promise<TokenResult> {
   const now = ctx.clock();
@@ -371,9 +436,9 @@ export async function redeemAuthorizationCode(
   const { code, replayed } = await ctx.oauth.takeCode(codeHash, now);
   if (!code) {
     if (replayed) {
-      // A code used twice was stolen or replayed: what it gave stops working (section 4.1.2).
-      const keyId = await ctx.oauth.keyOfCode(codeHash);
-      if (keyId) await ctx.oauth.revokeLineage(keyId, now);
+      // A code used twice was stolen or replayed: the grant it made ends (section 4.1.2).
+      const grantId = await ctx.oauth.keyOfCode(codeHash);
+      if (grantId) await ctx.store.revokeKey("user_keys", grantId, now);
     }
     return invalidGrant("Unknown, expired or already used code");
   }
@@ -393,105 +458,34 @@ export async function redeemAuthorizationCode(
       return { ok: false, error: "invalid_target", description: "resource was not authorized" };
     }
   }
-  const issued = await issueKey(
-    ctx,
-    "user",
-    code.account_id,
-    `OAuth: ${code.client_id}`.slice(0, 100),
-    {
-      clientId: code.client_id,
-      audience: code.partner_id,
-      rotating: true,
+  const grant = await createGrant(ctx, {
+    accountId: code.account_id,
+    client: {
+      id: code.client_id,
+      name: code.client_name ?? code.client_id,
+      verified: isVouchedClientId(code.client_id),
     },
-  );
-  if (!issued.ok) return invalidGrant("The client's name cannot name a key");
-  await ctx.oauth.linkCodeToKey(codeHash, issued.record.id);
-  const sealed = sealFor(ctx, { id: issued.record.id, ownerId: code.account_id }, code.partner_id);
+    audience: code.partner_id,
+    createdFrom: fields.clientAddress,
+    rotating: true,
+  });
+  await ctx.oauth.linkCodeToKey(codeHash, grant.id);
+  const sealed = sealFor(ctx, { id: grant.id, ownerId: code.account_id }, code.partner_id);
   return {
     ok: true,
     accessToken: sealed.sessionToken,
     expiresIn: Math.floor(ctx.sessionTokenTtlMs / 1000),
-    refreshToken: issued.key,
-    ...(code.scope ? { scope: code.scope } : {}),
+    refreshToken: grant.refreshToken,
   };
 }
 
 /**
- * RFC 6749 section 6: a user key in, a session token out. This is minting: the same limit per
- * key, and for the CLI's keys (which do not rotate) no write. A rotating key (a public client's,
- * from a browser flow) is replaced by a new one at each use; the old one presented again is a
- * replay, and revokes the new ones too.
+ * Whether a client's name is vouched for: only the built-in CLI's. A name sent to RFC 7591
+ * registration or published in a metadata document is the client's own word (the consent page
+ * says so, with the document's host); so is a device's.
  */
-export async function refresh(
-  ctx: OAuthContext,
-  fields: { refreshToken: string; clientId: string | undefined; resource?: string },
-  perUserKey: RateLimiter,
-): Promise<TokenResult> {
-  if (!isWellFormedKey("user", fields.refreshToken)) return invalidGrant("Unknown refresh token");
-  await ctx.store.beginHotRead();
-  const key = await ctx.store.findKeyByHash("user_keys", hashKey(fields.refreshToken));
-  if (!key) return invalidGrant("Unknown refresh token");
-  const now = ctx.clock();
-  if (key.revokedAt !== null) {
-    if (key.replacedBy) await ctx.oauth.revokeLineage(key.id, now);
-    return invalidGrant("The refresh token has been revoked");
-  }
-  if (key.clientId && fields.clientId !== key.clientId) {
-    return invalidGrant("The refresh token was issued to another client");
-  }
-  let audience = key.audience ?? null;
-  if (fields.resource !== undefined) {
-    const partnerId = await partnerOfResource(ctx, fields.resource);
-    if (!partnerId || (audience !== null && partnerId !== audience)) {
-      return {
-        ok: false,
-        error: "invalid_target",
-        description: "Unknown or unauthorized resource",
-      };
-    }
-    audience = partnerId;
-  }
-  const limit = await perUserKey.take(key.id);
-  if (!limit.ok) return { ok: false, error: "rate_limited", limit };
-  const expiresIn = Math.floor(ctx.sessionTokenTtlMs / 1000);
-  if (!key.rotating) {
-    ctx.keyUsage.record("user_keys", key.id, now);
-    const sealed = sealFor(ctx, key, audience);
-    return { ok: true, accessToken: sealed.sessionToken, expiresIn };
-  }
-  const next = generateKey("user");
-  const nextId = await ctx.oauth.rotateKey(
-    key.id,
-    {
-      ownerId: key.ownerId,
-      name: (await ctx.store.findKeyById("user_keys", key.id))?.name ?? "OAuth",
-      displayPrefix: displayPrefixOf(next),
-      secretHash: hashKey(next),
-      createdAt: now,
-      grant: { clientId: key.clientId ?? "", audience: key.audience ?? null, rotating: true },
-    },
-    now,
-  );
-  if (!nextId) {
-    // Another refresh with the same token won the race: this one is the replay.
-    await ctx.oauth.revokeLineage(key.id, now);
-    return invalidGrant("The refresh token has been used already");
-  }
-  const sealed = sealFor(ctx, { id: nextId, ownerId: key.ownerId }, audience);
-  return { ok: true, accessToken: sealed.sessionToken, expiresIn, refreshToken: next };
-}
-
-/** RFC 7009 for a refresh token: the user key, its successors and every token they made stop at once. */
-export async function revokeRefreshToken(
-  ctx: Needs<"store" | "oauth" | "clock">,
-  token: string,
-): Promise<"revoked" | "unknown" | "access_token"> {
-  if (token.startsWith("aps_")) return "access_token";
-  if (!isWellFormedKey("user", token)) return "unknown";
-  const key = await ctx.store.findKeyByHash("user_keys", hashKey(token));
-  if (!key) return "unknown";
-  await ctx.oauth.revokeLineage(key.id, ctx.clock());
-  return "revoked";
+export function isVouchedClientId(clientId: string): boolean {
+  return clientId === CLI_CLIENT_ID;
 }
 
 /** https, or http on a loopback address (a native app's or a developer's own machine). */

@@ -2,6 +2,7 @@ import type { Needs } from "../context.ts";
 import { randomSecret } from "../infra/crypto.ts";
 import type { FetchFailure, FetchResult } from "../infra/fetch-public-document.ts";
 import type { Partner, PartnerDetails } from "../store/store.ts";
+import { hasHiddenCharacters } from "./display-names.ts";
 import { isId } from "./ids.ts";
 
 export interface PartnerFields {
@@ -158,8 +159,12 @@ function checkPartnerFields(
 ): { ok: true; fields: PartnerDetails } | { ok: false; code: "INVALID_PARTNER"; reason: string } {
   const invalid = (reason: string) => ({ ok: false, code: "INVALID_PARTNER", reason }) as const;
   const name = input.name.trim();
-  if (name.length === 0 || name.length > MAX_NAME || /[\p{Cc}\p{Cs}]/u.test(name)) {
+  if (name.length === 0 || name.length > MAX_NAME) {
     return invalid(`Name must be 1 to ${MAX_NAME} characters`);
+  }
+  // People decide on this name (consent, directory): what they read must be what it says.
+  if (hasHiddenCharacters(name)) {
+    return invalid("Name must not contain invisible or direction-changing characters");
   }
   const website = input.website?.trim() || null;
   if (website !== null && !isHttpUrl(website)) {

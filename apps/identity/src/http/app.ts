@@ -25,6 +25,7 @@ import type { IdentityContext } from "../context.ts";
 import { MAX_BODY_BYTES, rateLimits } from "../domain/limits.ts";
 import { createClientDocumentCache, type OAuthDeps } from "../domain/oauth.ts";
 import {
+  capConcurrentFetches,
   type FetchPolicy,
   fetchPublicDocument,
   PUBLIC_FETCH_LIMITS,
@@ -38,6 +39,7 @@ import { oauthEndpoints } from "./api/oauth.ts";
 import { sessionTokensEndpoint } from "./api/session-tokens.ts";
 import { verifyEndpoint } from "./api/verify.ts";
 import { accountPages } from "./pages/account.ts";
+import { connectedAppRoutes } from "./pages/connected-apps.ts";
 import { consentPages } from "./pages/consent.ts";
 import { deviceRoutes } from "./pages/device.ts";
 import { directoryRoutes } from "./pages/directory.ts";
@@ -103,8 +105,15 @@ export function createApp(options: AppOptions): {
   };
   const fetchDocument = (url: URL) => fetchPublicDocument(url, fetchPolicy);
   const oauth: OAuthDeps = {
-    fetchDocument,
+    fetchDocument: capConcurrentFetches(
+      fetchDocument,
+      options.rateLimitSettings.clientDocumentFetchesAtOnce,
+    ),
     clientDocuments: createClientDocumentCache(),
+    documentFetches: {
+      perIp: limiter("clientDocumentFetchesPerIp"),
+      perHost: limiter("clientDocumentFetchesPerHost"),
+    },
     issuer: publicUrl,
   };
   const guard = createWebGuard(ctx, {
@@ -122,8 +131,11 @@ export function createApp(options: AppOptions): {
       { ...oauth, publicUrl },
       {
         perUserKey: limiter("mintsPerUserKey"),
+        refreshesPerAccount: limiter("refreshesPerAccount"),
         badKeysPerIp,
         deviceCodesPerIp: limiter("deviceCodesPerIp"),
+        revocationsPerIp: limiter("revocationsPerIp"),
+        registrationsPerIp: limiter("clientRegistrationsPerIp"),
       },
     ),
     ...healthEndpoints(() => sql`SELECT 1`.execute(ctx.store.db)),
@@ -154,8 +166,9 @@ export function createApp(options: AppOptions): {
     }),
   );
   app.route("/", accountPages(ctx, guard, publicUrl));
+  app.route("/", connectedAppRoutes(ctx, guard));
   app.route("/", partnerPages(ctx, guard, fetchDocument));
-  app.route("/", consentPages(ctx, guard, oauth));
+  app.route("/", consentPages(ctx, guard, oauth, clientIp));
   const assetHeaders = { "Cache-Control": "public, max-age=3600" };
   app.get("/assets/style.css", (c) =>
     c.body(STYLESHEET, 200, { ...assetHeaders, "Content-Type": "text/css; charset=utf-8" }),

@@ -128,3 +128,30 @@ function isRefusedAddress(error: Error): boolean {
   if (error instanceof AggregateError) return error.errors.some(isRefusedAddress);
   return / is not allowed\b/.test(error.message);
 }
+
+/** A fetch refused by `capConcurrentFetches`: nothing was sent. */
+export type CappedFetchResult = FetchResult | { ok: false; reason: "busy" };
+
+/**
+ * `fetch`, with at most `max` calls in flight in this process. A call past the cap is answered
+ * `busy` at once, without fetching: a flood of documents that answer slowly holds `max` sockets
+ * and timers, never a queue that grows with the flood.
+ *
+ * @example
+ * const fetchDocument = capConcurrentFetches((url) => fetchPublicDocument(url, policy), 16);
+ */
+export function capConcurrentFetches(
+  fetch: (url: URL) => Promise<FetchResult>,
+  max: number,
+): (url: URL) => Promise<CappedFetchResult> {
+  let inFlight = 0;
+  return async (url) => {
+    if (inFlight >= max) return { ok: false, reason: "busy" };
+    inFlight++;
+    try {
+      return await fetch(url);
+    } finally {
+      inFlight--;
+    }
+  };
+}

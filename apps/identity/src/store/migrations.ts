@@ -224,6 +224,68 @@ export const identityMigrations = (engine: Engine): Record<string, Migration> =>
         FOR EACH ROW EXECUTE FUNCTION keep_partner_activity()`.execute(db);
     },
   },
+  "0011_grants": {
+    // A grant (a consent, an approved device login) is its user key row, which session tokens
+    // name and whose revocation every instance sees on the next request, plus this row: what the
+    // person is shown, and the refresh-token family's state, rotated in place (domain/grants.ts).
+    // Each chain of rotated keys becomes one grant: its live head stays, with the refresh token
+    // its client holds as the family's generation 0; the replaced keys go. Not watched by the
+    // key-change triggers: a rotation changes no cached read.
+    async up(db: AnyDb) {
+      await sql`CREATE TABLE grants (
+        key_id text PRIMARY KEY REFERENCES user_keys(id) ON DELETE CASCADE,
+        client_name text NOT NULL,
+        client_verified integer NOT NULL,
+        created_from text,
+        family_hash text,
+        refresh_hash text,
+        generation integer NOT NULL DEFAULT 0,
+        rotated_at bigint
+      )`.execute(db);
+      await sql`DELETE FROM user_keys WHERE rotating = 1 AND replaced_by IS NOT NULL`.execute(db);
+      await sql`INSERT INTO grants (key_id, client_name, client_verified)
+        SELECT k.id,
+          CASE WHEN k.client_id = 'agentpass-cli' THEN k.name
+            ELSE coalesce(c.client_name, k.client_id) END,
+          0
+        FROM user_keys k LEFT JOIN oauth_clients c ON c.client_id = k.client_id
+        WHERE k.client_id IS NOT NULL`.execute(db);
+      // The name of the client a code was given to, for the grant its redemption makes.
+      await sql`ALTER TABLE oauth_codes ADD COLUMN client_name text`.execute(db);
+    },
+  },
+  "0012_short_code_hmac": {
+    // Short codes (a 6-digit sign-in code, an 8-letter device user code) are stored as an HMAC
+    // under a key derived from the service's secret, which is not in the database: a copy of it
+    // opens nothing. This migration has no secret, so it cannot compute one; the codes it finds
+    // live 10 minutes, so it ends them. Every sign-in code goes (the pending ones could not be
+    // redeemed by this release; a used one is kept for nothing). Device logins still pending go;
+    // the others (approved, waiting for their device; denied; consumed) are kept, their code
+    // overwritten by their device hash. Expand only: the release before still reads and writes
+    // `user_code` (NOT NULL UNIQUE), which this release fills with the device hash.
+    async up(db: AnyDb) {
+      await sql`DELETE FROM sign_in_codes`.execute(db);
+      await sql`DELETE FROM device_codes WHERE status = 'pending'`.execute(db);
+      await sql`UPDATE device_codes SET user_code = device_hash`.execute(db);
+      await sql`ALTER TABLE device_codes ADD COLUMN user_code_hash text`.execute(db);
+      await sql`CREATE UNIQUE INDEX device_codes_user_code_hash
+        ON device_codes (user_code_hash)`.execute(db);
+    },
+  },
+  "0013_client_use": {
+    // When a code was last issued to a registered client (RFC 7591); a client never given one is
+    // deleted a day after it registered, found through the partial index. A client whose codes
+    // gave keys, or that has a code waiting, counts as used from the start. Expand only: the
+    // release before does not know the column, and its registrations purge like any unused one.
+    async up(db: AnyDb) {
+      await sql`ALTER TABLE oauth_clients ADD COLUMN last_used_at bigint`.execute(db);
+      await sql`UPDATE oauth_clients SET last_used_at = created_at
+        WHERE client_id IN (SELECT client_id FROM user_keys WHERE client_id IS NOT NULL)
+          OR client_id IN (SELECT client_id FROM oauth_codes)`.execute(db);
+      await sql`CREATE INDEX oauth_clients_unused ON oauth_clients (created_at)
+        WHERE last_used_at IS NULL`.execute(db);
+    },
+  },
 });
 
 /**

@@ -1,7 +1,5 @@
-import { randomUUID } from "node:crypto";
 import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
-import type { NewKey } from "./store.ts";
 
 export interface RegisteredClient {
   clientId: string;
@@ -12,9 +10,58 @@ export interface RegisteredClient {
 
 export type AuthorizationCode = IdentityDatabase["oauth_codes"];
 
+/** What a new grant is made of: its anchor key row and what the person is shown. */
+export interface NewGrant {
+  id: string;
+  accountId: string;
+  clientId: string;
+  clientName: string;
+  clientVerified: boolean;
+  /** The partner the grant's tokens are bound to; null: any partner. */
+  audience: string | null;
+  /** Whether its refresh token rotates (a browser flow) or is the key itself (the CLI's). */
+  rotating: boolean;
+  createdAt: number;
+  createdFrom: string | null;
+  /** The anchor key's name, prefix and hash (of the key the CLI keeps, or of nothing usable). */
+  keyName: string;
+  displayPrefix: string;
+  secretHash: string;
+  familyHash: string | null;
+  refreshHash: string | null;
+}
+
+/** A grant as the refresh grant judges it. */
+export interface GrantRecord {
+  id: string;
+  accountId: string;
+  clientId: string;
+  audience: string | null;
+  rotating: boolean;
+  revokedAt: number | null;
+  familyHash: string | null;
+  refreshHash: string | null;
+  generation: number;
+  rotatedAt: number | null;
+}
+
+/** A grant as its person sees it on the dashboard. */
+export interface ConnectedApp {
+  id: string;
+  clientId: string;
+  clientName: string;
+  clientVerified: boolean;
+  /** The partner the grant is bound to, and its name; null: any partner. */
+  audience: string | null;
+  partnerName: string | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+  createdFrom: string | null;
+}
+
 /**
- * OAuth's own rows: registered clients, authorization codes, partners' resource URLs, and the
- * rotation of refresh tokens (user keys obtained by a browser flow).
+ * OAuth's own rows: registered clients, authorization codes, partners' resource URLs, and
+ * grants (a client's user key and its refresh-token family).
  */
 export function createOAuthStore(
   database: Pick<OpenedDatabase<IdentityDatabase>, "db" | "write" | "transaction">,
@@ -30,7 +77,19 @@ export function createOAuthStore(
             client_name: client.clientName,
             redirect_uris: JSON.stringify(client.redirectUris),
             created_at: client.createdAt,
+            last_used_at: null,
           })
+          .execute(),
+      );
+    },
+
+    /** Records that a code was issued to a registered client: it is no longer purged unused. */
+    async markClientUsed(clientId: string, now: number): Promise<void> {
+      await database.write((db) =>
+        db
+          .updateTable("oauth_clients")
+          .set({ last_used_at: now })
+          .where("client_id", "=", clientId)
           .execute(),
       );
     },
@@ -150,59 +209,144 @@ export function createOAuthStore(
     },
 
     /**
-     * Replaces a rotating refresh token: inserts its successor and revokes it, in one
-     * transaction; undefined (nothing written) when it was revoked meanwhile (a concurrent
-     * refresh won).
+     * Makes a grant: its user key row (the anchor session tokens name, with the grant's id) and
+     * its grant row, in one transaction.
      */
-    async rotateKey(oldId: string, next: NewKey, now: number): Promise<string | undefined> {
-      const id = randomUUID();
-      return database.transaction(async (trx) => {
-        const revoked = await trx
-          .updateTable("user_keys")
-          .set({ revoked_at: now, replaced_by: id })
-          .where("id", "=", oldId)
-          .where("revoked_at", "is", null)
-          .executeTakeFirst();
-        if (revoked.numUpdatedRows === 0n) return undefined;
+    async insertGrant(grant: NewGrant): Promise<void> {
+      const { id } = grant;
+      await database.transaction(async (trx) => {
         await trx
           .insertInto("user_keys")
           .values({
             id,
-            account_id: next.ownerId,
-            name: next.name,
-            display_prefix: next.displayPrefix,
-            secret_hash: next.secretHash,
-            created_at: next.createdAt,
+            account_id: grant.accountId,
+            name: grant.keyName,
+            display_prefix: grant.displayPrefix,
+            secret_hash: grant.secretHash,
+            created_at: grant.createdAt,
             last_used_at: null,
             revoked_at: null,
-            client_id: next.grant?.clientId ?? null,
-            audience: next.grant?.audience ?? null,
-            rotating: next.grant?.rotating ? 1 : 0,
+            client_id: grant.clientId,
+            audience: grant.audience,
+            rotating: grant.rotating ? 1 : 0,
           })
           .execute();
-        return id;
+        await trx
+          .insertInto("grants")
+          .values({
+            key_id: id,
+            client_name: grant.clientName,
+            client_verified: grant.clientVerified ? 1 : 0,
+            created_from: grant.createdFrom,
+            family_hash: grant.familyHash,
+            refresh_hash: grant.refreshHash,
+            generation: 0,
+            rotated_at: null,
+          })
+          .execute();
       });
     },
 
-    /** Revokes `keyId` and every key that replaced it, in turn: a replayed refresh token. */
-    async revokeLineage(keyId: string, now: number): Promise<void> {
-      await database.transaction(async (trx) => {
-        let next: string | null | undefined = keyId;
-        for (let hops = 0; next && hops < 10_000; hops++) {
-          await trx
-            .updateTable("user_keys")
-            .set({ revoked_at: now })
-            .where("id", "=", next)
-            .where("revoked_at", "is", null)
-            .execute();
-          const row = await trx
-            .selectFrom("user_keys")
-            .select("replaced_by")
-            .where("id", "=", next)
-            .executeTakeFirst();
-          next = row?.replaced_by;
+    /** A grant with its key's state, revoked or not; undefined when there is none. */
+    async findGrant(id: string): Promise<GrantRecord | undefined> {
+      const row = await reads
+        .selectFrom("grants as g")
+        .innerJoin("user_keys as k", "k.id", "g.key_id")
+        .select([
+          "k.id as id",
+          "k.account_id as accountId",
+          "k.client_id as clientId",
+          "k.audience as audience",
+          "k.rotating as rotating",
+          "k.revoked_at as revokedAt",
+          "g.family_hash as familyHash",
+          "g.refresh_hash as refreshHash",
+          "g.generation as generation",
+          "g.rotated_at as rotatedAt",
+        ])
+        .where("g.key_id", "=", id)
+        .executeTakeFirst();
+      return (
+        row && {
+          ...row,
+          clientId: row.clientId ?? "",
+          rotating: row.rotating === 1,
+          generation: Number(row.generation),
+          rotatedAt: row.rotatedAt === null ? null : Number(row.rotatedAt),
+          revokedAt: row.revokedAt === null ? null : Number(row.revokedAt),
         }
-      });
+      );
+    },
+
+    /**
+     * Moves a grant's refresh token from generation `from` to the next, in one statement: false
+     * (nothing written) when another refresh moved it first. The row is rewritten in place, so
+     * a grant is one row however often it refreshes.
+     */
+    async advanceGrant(
+      id: string,
+      from: number,
+      next: { refreshHash: string; familyHash: string; at: number },
+    ): Promise<boolean> {
+      const result = await database.write((db) =>
+        db
+          .updateTable("grants")
+          .set({
+            generation: from + 1,
+            refresh_hash: next.refreshHash,
+            family_hash: next.familyHash,
+            rotated_at: next.at,
+          })
+          .where("key_id", "=", id)
+          .where("generation", "=", from)
+          .executeTakeFirst(),
+      );
+      return result.numUpdatedRows > 0n;
+    },
+
+    /** Revokes every grant of an account in one statement; how many were working. */
+    async revokeGrantsOf(accountId: string, now: number): Promise<number> {
+      const result = await database.write((db) =>
+        db
+          .updateTable("user_keys")
+          .set({ revoked_at: now })
+          .where("account_id", "=", accountId)
+          .where("client_id", "is not", null)
+          .where("revoked_at", "is", null)
+          .executeTakeFirst(),
+      );
+      return Number(result.numUpdatedRows);
+    },
+
+    /** The grants of an account that are not revoked, newest first: one row each. */
+    async listGrants(accountId: string): Promise<ConnectedApp[]> {
+      const rows = await reads
+        .selectFrom("grants as g")
+        .innerJoin("user_keys as k", "k.id", "g.key_id")
+        .leftJoin("partners as p", "p.id", "k.audience")
+        .select([
+          "k.id as id",
+          "k.client_id as clientId",
+          "g.client_name as clientName",
+          "g.client_verified as clientVerified",
+          "p.name as partnerName",
+          "k.audience as audience",
+          "k.created_at as createdAt",
+          "k.last_used_at as lastUsedAt",
+          "g.created_from as createdFrom",
+        ])
+        .where("k.account_id", "=", accountId)
+        .where("k.revoked_at", "is", null)
+        .orderBy("k.created_at", "desc")
+        .orderBy("k.id")
+        .execute();
+      return rows.map((row) => ({
+        ...row,
+        clientId: row.clientId ?? "",
+        clientVerified: row.clientVerified === 1,
+        createdAt: Number(row.createdAt),
+        lastUsedAt: row.lastUsedAt === null ? null : Number(row.lastUsedAt),
+      }));
     },
   };
 }

@@ -5,14 +5,26 @@ import type { IdentityDatabase } from "./schema.ts";
 
 /** Rows deleted by one statement: a purge never holds a table's locks for long. */
 export const PURGE_BATCH = 1000;
-/** Rate-limit counters are kept a day past their window (none lasts longer than 15 minutes). */
+/** Rate-limit counters are kept a day past their window (none lasts longer than an hour). */
 const RATE_LIMIT_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** A registered client no code was issued to is kept this long (RFC 7591 lets anyone register). */
+export const UNUSED_CLIENT_LIFETIME_MS = 24 * 60 * 60 * 1000;
+
+/** A table whose rows expire: see `EXPIRING`. */
+export interface ExpiringTable {
+  table: string;
+  /** When a row ends, less `keptMs`; indexed (with `unlessSet`, by a partial index). */
+  column: string;
+  keptMs: number;
+  /** A column that, once set, keeps the row (an OAuth client a code was issued to). */
+  unlessSet?: string;
+}
 
 /**
  * What expires, by table: the column that says when a row ends (each has an index), and how
  * long past it the row is kept.
  */
-export const EXPIRING = [
+export const EXPIRING: readonly ExpiringTable[] = [
   { table: "sign_in_codes", column: "expires_at", keptMs: 0 },
   { table: "device_codes", column: "expires_at", keptMs: 0 },
   { table: "web_sessions", column: "expires_at", keptMs: 0 },
@@ -20,7 +32,13 @@ export const EXPIRING = [
   { table: "oauth_codes", column: "expires_at", keptMs: 0 },
   { table: "rate_limits", column: "window_start", keptMs: RATE_LIMIT_RETENTION_MS },
   { table: "key_changes", column: "at", keptMs: KEY_CHANGE_RETENTION_MS },
-] as const;
+  {
+    table: "oauth_clients",
+    column: "created_at",
+    keptMs: UNUSED_CLIENT_LIFETIME_MS,
+    unlessSet: "last_used_at",
+  },
+];
 
 /**
  * One batch of a purge: at most `PURGE_BATCH` rows of `table` whose `column` is before
@@ -28,21 +46,30 @@ export const EXPIRING = [
  * address (PostgreSQL's `ctid`, SQLite's `rowid`). Deleting by key instead (`WHERE key IN
  * (SELECT key …)`) let PostgreSQL hash-join each batch against a sequential scan of the whole
  * table. The condition is checked again on the row deleted, so a row written since (a counter's
- * new window) is kept.
+ * new window, a client just used) is kept. With `unlessSet`, only rows where that column is null
+ * go.
  */
-export function purgeBatch(engine: Engine, table: string, column: string, before: number) {
+export function purgeBatch(
+  engine: Engine,
+  table: string,
+  column: string,
+  before: number,
+  unlessSet?: string,
+) {
   const address = sql.raw(engine === "postgres" ? "ctid" : "rowid");
-  const batch = sql`SELECT ${address} FROM ${sql.table(table)} WHERE ${sql.ref(column)} < ${before}
+  const ends = unlessSet
+    ? sql`${sql.ref(column)} < ${before} AND ${sql.ref(unlessSet)} IS NULL`
+    : sql`${sql.ref(column)} < ${before}`;
+  const batch = sql`SELECT ${address} FROM ${sql.table(table)} WHERE ${ends}
     ORDER BY ${sql.ref(column)} LIMIT ${PURGE_BATCH}`;
   const found = engine === "postgres" ? sql`= ANY(ARRAY(${batch}))` : sql`IN (${batch})`;
-  return sql`DELETE FROM ${sql.table(table)}
-    WHERE ${address} ${found} AND ${sql.ref(column)} < ${before}`;
+  return sql`DELETE FROM ${sql.table(table)} WHERE ${address} ${found} AND ${ends}`;
 }
 
 /**
  * Deletes what has expired by `now`: sign-in codes (with the addresses of people who never
  * signed up), device codes, web sessions, remembered browsers, OAuth codes, old rate-limit
- * counters and old entries of the key change log. Each statement deletes at most `PURGE_BATCH`
+ * counters, old entries of the key change log, and registered OAuth clients never used. Each statement deletes at most `PURGE_BATCH`
  * rows found through the table's index on its expiry (`purgeBatch`), so a purge costs in
  * proportion to what it deletes, never a scan of the table. Answers the rows deleted, by table.
  */
@@ -51,8 +78,8 @@ export async function purgeExpired(
   now: number,
 ): Promise<Record<string, number>> {
   const deleted: Record<string, number> = {};
-  for (const { table, column, keptMs } of EXPIRING) {
-    const statement = purgeBatch(database.engine, table, column, now - keptMs);
+  for (const { table, column, keptMs, unlessSet } of EXPIRING) {
+    const statement = purgeBatch(database.engine, table, column, now - keptMs, unlessSet);
     deleted[table] = 0;
     for (;;) {
       const result = await database.write((db) => statement.execute(db));

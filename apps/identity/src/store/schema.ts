@@ -9,8 +9,30 @@ export interface IdentityDatabase {
     audience: string | null;
     /** 1: a refresh token that is replaced at each use (OAuth 2.1, public clients). */
     rotating: number;
-    /** The key that replaced this one at a refresh; a replaced key presented again is a replay. */
+    /** Unused since migration 0011 (grants rotate in place); kept for the release before. */
     replaced_by: string | null;
+  };
+  /**
+   * A grant (migration 0011): a user key with a client (`user_keys.client_id`) is the grant's
+   * anchor, which session tokens name; this row is what the person is shown and, for a rotating
+   * refresh token, the family's state (domain/grants.ts). One row per grant, however often it
+   * refreshes.
+   */
+  grants: {
+    key_id: string;
+    /** The client's name as shown: its registered or documented name, or the device's name. */
+    client_name: string;
+    /** 1 when the name is vouched for (`isVouchedClientId`); else it is the client's own word. */
+    client_verified: number;
+    /** The client address the grant was made from; null for grants made before 0011. */
+    created_from: string | null;
+    /** SHA-256 of the family secret every refresh token of the grant carries; null: not yet. */
+    family_hash: string | null;
+    /** SHA-256 of the current refresh token; null: the key itself (`apu_`) is generation 0. */
+    refresh_hash: string | null;
+    generation: number;
+    /** When the current refresh token replaced its predecessor. */
+    rotated_at: number | null;
   };
   partners: {
     id: string;
@@ -40,7 +62,12 @@ export interface IdentityDatabase {
   sign_in_codes: {
     id: string;
     email: string;
+    /**
+     * HMAC of the 6-digit code under `keys.shortCodes` (`keyedHash`), whose key is not in the
+     * database (migration 0012; a row of a release before holds a SHA-256 and never redeems).
+     */
     code_hash: string;
+    /** SHA-256 of the link's 256-bit secret: too long to guess, so no key is needed. */
     link_hash: string;
     /** Hash of the random cookie of the browser that asked: only it can redeem the code. */
     browser_hash: string;
@@ -59,7 +86,16 @@ export interface IdentityDatabase {
   remembered_browsers: { browser_hash: string; email: string; expires_at: number };
   device_codes: {
     device_hash: string;
+    /**
+     * Not the code: its `device_hash`, kept because the column is NOT NULL UNIQUE for the
+     * releases before migration 0012 (which kept the code here in clear). A later release drops it.
+     */
     user_code: string;
+    /**
+     * HMAC of the user code (`XXXX-XXXX`) under `keys.shortCodes`, unique, what it is looked up
+     * by; null only on rows written by a release before migration 0012.
+     */
+    user_code_hash: string | null;
     client_name: string;
     /** Where the login was started (null for logins started before this was recorded). */
     client_address: string | null;
@@ -75,6 +111,11 @@ export interface IdentityDatabase {
     /** JSON array of the exact redirect URIs registered. */
     redirect_uris: string;
     created_at: number;
+    /**
+     * When a code was last issued to the client (migration 0013); null: never, and the client
+     * is deleted a day after it registered (`store/purge.ts`).
+     */
+    last_used_at: number | null;
   };
   oauth_codes: {
     code_hash: string;
@@ -88,8 +129,10 @@ export interface IdentityDatabase {
     scope: string | null;
     expires_at: number;
     used_at: number | null;
-    /** The user key the code gave: a replay of the code revokes it. */
+    /** The grant the code gave (its key's id): a replay of the code revokes it. */
     key_id: string | null;
+    /** The client's name at consent (migration 0011); null for codes issued before. */
+    client_name: string | null;
   };
   partner_resources: { url: string; partner_id: string; created_at: number };
   usage_daily: { partner_id: string; day: string; outcome: string; count: number };

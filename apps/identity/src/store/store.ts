@@ -60,17 +60,6 @@ export interface NewKey {
   displayPrefix: string;
   secretHash: string;
   createdAt: number;
-  /** User keys obtained through OAuth: see `OAuthGrant`. */
-  grant?: OAuthGrant;
-}
-
-/** How a user key obtained through OAuth may be used. */
-export interface OAuthGrant {
-  clientId: string;
-  /** The partner every token of the key is bound to; null: any partner. */
-  audience: string | null;
-  /** Replaced at each refresh (a public client's refresh token from a browser flow). */
-  rotating: boolean;
 }
 
 /** What the verify path needs about a session token's user key, in one read. */
@@ -110,11 +99,10 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
     id: string;
     ownerId: string;
     revokedAt: number | null;
-    /** User keys only: the OAuth client, the bound partner, 1 when it rotates, its successor. */
+    /** User keys only: the grant's client (null: made by hand), the bound partner, 1 when it rotates. */
     clientId?: string | null;
     audience?: string | null;
     rotating?: number;
-    replacedBy?: string | null;
   };
   let keysChanged: (() => Promise<void>) | undefined;
   // A key change drops that key's cached reads only (store/key-changes.ts).
@@ -125,7 +113,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
     user_keys: caches.cached(
       createPreparedQuery<KeyByHash>(
         database,
-        'SELECT id, account_id AS "ownerId", revoked_at AS "revokedAt", client_id AS "clientId", audience, rotating, replaced_by AS "replacedBy" FROM user_keys WHERE secret_hash = ?',
+        'SELECT id, account_id AS "ownerId", revoked_at AS "revokedAt", client_id AS "clientId", audience, rotating FROM user_keys WHERE secret_hash = ?',
       ),
       evictUserKeyByHash,
     ),
@@ -216,9 +204,9 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
               .values({
                 ...base,
                 account_id: key.ownerId,
-                client_id: key.grant?.clientId ?? null,
-                audience: key.grant?.audience ?? null,
-                rotating: key.grant?.rotating ? 1 : 0,
+                client_id: null,
+                audience: null,
+                rotating: 0,
               })
               .execute()
           : db
@@ -226,7 +214,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
               .values({ ...base, partner_id: key.ownerId })
               .execute(),
       );
-      const { secretHash: _, grant: __, ...rest } = key;
+      const { secretHash: _, ...rest } = key;
       return { id, ...rest, lastUsedAt: null, revokedAt: null };
     },
 
@@ -255,11 +243,16 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>) {
       return row as KeyRecord | undefined;
     },
 
+    /**
+     * The keys of an account or partner, newest first. An account's are those made by hand: the
+     * keys of its grants (a client's) are listed as grants (`OAuthStore.listGrants`).
+     */
     async listKeys(table: KeyTableName, ownerId: string): Promise<KeyRecord[]> {
       const rows = await reads
         .selectFrom(table)
         .select(keyColumns(ownerColumn(table)))
         .where(ownerColumn(table), "=", ownerId)
+        .$if(table === "user_keys", (query) => query.where(sql.ref("client_id"), "is", null))
         .orderBy("created_at", "desc")
         .orderBy("id")
         .execute();

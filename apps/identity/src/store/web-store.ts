@@ -5,8 +5,8 @@ type SignInCode = IdentityDatabase["sign_in_codes"];
 type DeviceCode = IdentityDatabase["device_codes"];
 
 /**
- * Storage of the browser side: sign-in codes, sessions and device logins. Hashes only. Every
- * write goes through `database.write`.
+ * Storage of the browser side: sign-in codes, sessions and device logins. Hashes only, and the
+ * short codes keyed hashes, computed by the domain. Every write goes through `database.write`.
  */
 export function createWebStore(database: Pick<OpenedDatabase<IdentityDatabase>, "db" | "write">) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
@@ -140,11 +140,12 @@ export function createWebStore(database: Pick<OpenedDatabase<IdentityDatabase>, 
       await write((db) => db.insertInto("device_codes").values(code).execute());
     },
 
-    async findDeviceCodeByUserCode(userCode: string): Promise<DeviceCode | undefined> {
+    /** The device code whose user code has this keyed hash (`keyedHash`, never the code). */
+    async findDeviceCodeByUserCodeHash(userCodeHash: string): Promise<DeviceCode | undefined> {
       return reads
         .selectFrom("device_codes")
         .selectAll()
-        .where("user_code", "=", userCode)
+        .where("user_code_hash", "=", userCodeHash)
         .executeTakeFirst();
     },
 

@@ -3,7 +3,7 @@ import { authenticate, canonicalizeEmail, failureHeaders, TOKEN_INACTIVE } from 
 import type { NotesContext } from "../context.ts";
 import { ERRORS } from "../errors.ts";
 import type { User } from "../store/store.ts";
-import { challengeOf, readSessionToken } from "./session-token.ts";
+import { challengeOf, readSessionToken, UNBOUND_TOKEN_DESCRIPTION } from "./session-token.ts";
 
 /** The OpenAPI security of the REST endpoints: the session token in either header. */
 export const SESSION_TOKEN_SECURITY: Record<string, string[]>[] = [
@@ -16,14 +16,17 @@ export type Authenticate = (request: EndpointRequest) => Promise<User>;
 
 /** Every refusal of authentication, built once per protected resource (its challenge differs). */
 function refusalsFor(resourceMetadataUrl: string) {
-  const challenge = (error?: "invalid_token" | "invalid_request") => ({
-    headers: { "WWW-Authenticate": challengeOf(resourceMetadataUrl, error) },
+  const challenge = (error?: "invalid_token" | "invalid_request", description?: string) => ({
+    headers: { "WWW-Authenticate": challengeOf(resourceMetadataUrl, error, description) },
   });
   return {
     conflict: new HttpError(ERRORS.invalid_request, challenge("invalid_request")),
     missing: new HttpError(ERRORS.session_token_missing, challenge()),
     invalid: new HttpError(ERRORS.session_token_invalid, challenge("invalid_token")),
-    unbound: new HttpError(ERRORS.session_token_unbound, challenge("invalid_token")),
+    unbound: new HttpError(
+      ERRORS.session_token_unbound,
+      challenge("invalid_token", UNBOUND_TOKEN_DESCRIPTION),
+    ),
     noAccount: new HttpError(ERRORS.no_account, challenge("invalid_token")),
     unavailable: new HttpError(ERRORS.identity_unavailable, { headers: failureHeaders(503) }),
   };

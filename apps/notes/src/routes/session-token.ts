@@ -24,13 +24,25 @@ export function readSessionToken(request: EndpointRequest): SentToken {
 /**
  * The `WWW-Authenticate` value of a refusal: first the RFC 6750 Bearer challenge naming the
  * resource's metadata (RFC 9728 section 5.1: OAuth clients read it from a Bearer challenge that
- * comes first), with `error` once a token was sent, then the challenge clients of the
+ * comes first), with `error` once a token was sent (and `error_description` where the error
+ * alone does not tell a client what to do), then the challenge clients of the
  * `x-session-token` header have always read.
  */
 export function challengeOf(
   resourceMetadataUrl: string,
   error?: "invalid_token" | "invalid_request",
+  description?: string,
 ): string {
-  const bearer = `Bearer resource_metadata="${resourceMetadataUrl}"`;
-  return `${error ? `${bearer}, error="${error}"` : bearer}, ${SESSION_TOKEN_CHALLENGE}`;
+  let bearer = `Bearer resource_metadata="${resourceMetadataUrl}"`;
+  if (error) bearer += `, error="${error}"`;
+  if (description) bearer += `, error_description="${description}"`;
+  return `${bearer}, ${SESSION_TOKEN_CHALLENGE}`;
 }
+
+/**
+ * Why a working token bound to no partner is refused where only bound ones are taken (`/mcp`):
+ * said in the challenge, so a client that left out `resource` learns what to change instead of
+ * asking the person to consent again and again.
+ */
+export const UNBOUND_TOKEN_DESCRIPTION =
+  "The token is not bound to this resource: ask AgentPass for it with the resource parameter (RFC 8707)";

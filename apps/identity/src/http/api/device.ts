@@ -6,6 +6,7 @@ import {
   pollDeviceLogin,
   startDeviceLogin,
 } from "../../domain/device-login.ts";
+import { CLI_CLIENT_ID } from "../../domain/oauth.ts";
 import { type RateLimiter, tooManyRequests } from "../../infra/rate-limit.ts";
 import { ERRORS } from "../errors.ts";
 
@@ -164,7 +165,11 @@ export function deviceEndpoints(
             headers: NO_STORE,
           };
         }
-        const result = await pollDeviceLogin(ctx, parsed.data.device_code.slice(0, 100));
+        const result = await pollDeviceLogin(
+          ctx,
+          parsed.data.device_code.slice(0, 100),
+          CLI_CLIENT_ID,
+        );
         if (!result.ok) {
           return {
             status: 400,

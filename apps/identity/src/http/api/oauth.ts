@@ -7,19 +7,26 @@ import {
   startDeviceLogin,
   undoDevicePoll,
 } from "../../domain/device-login.ts";
+import { refreshGrant, revokeByRefreshToken } from "../../domain/grants.ts";
 import {
   CLI_CLIENT_ID,
+  CLIENT_LOOKUP_DESCRIPTIONS,
+  type ClientLookup,
+  lookUpClient,
+  MAX_CLIENT_NAME_LENGTH,
   type OAuthDeps,
   partnerOfResource,
   redeemAuthorizationCode,
-  refresh,
   registerClient,
   resolveClient,
-  revokeRefreshToken,
   type TokenResult,
 } from "../../domain/oauth.ts";
 import { introspectSessionToken, sealFor } from "../../domain/session-tokens.ts";
-import { type RateLimiter, rateLimitHeaders } from "../../infra/rate-limit.ts";
+import {
+  type RateLimiter,
+  type RateLimitResult,
+  rateLimitHeaders,
+} from "../../infra/rate-limit.ts";
 
 /**
  * The OAuth 2.1 endpoints (RFC 8414 metadata, RFC 6749 token, RFC 8628 device authorization,
@@ -33,12 +40,18 @@ const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" };
 const MAX_FORM_BYTES = 8192;
 
 export interface OAuthLimits {
-  /** Refreshes per working user key (the mint limit). */
+  /** Refreshes per grant, and per user key presented as a refresh token (the mint limit). */
   perUserKey: RateLimiter;
+  /** Refreshes of rotating grants per account, all its grants together. */
+  refreshesPerAccount: RateLimiter;
   /** Unknown keys and codes per client address. */
   badKeysPerIp: RateLimiter;
   /** Device logins started per client address. */
   deviceCodesPerIp: RateLimiter;
+  /** Revocation requests (RFC 7009) per client address, whatever they revoke. */
+  revocationsPerIp: RateLimiter;
+  /** Client registrations (RFC 7591) per client address. */
+  registrationsPerIp: RateLimiter;
 }
 
 const OAuthError = z
@@ -49,7 +62,10 @@ const TokenResponse = z
     access_token: z.string().meta({ description: "A session token (aps_…), 5 minutes" }),
     token_type: z.literal("Bearer"),
     expires_in: z.number().int(),
-    refresh_token: z.string().optional().meta({ description: "A user key (apu_…)" }),
+    refresh_token: z.string().optional().meta({
+      description:
+        "A device login's user key (apu_…, kept as is), or a browser flow's refresh token (apr_…), replaced at each refresh",
+    }),
     scope: z.string().optional(),
   })
   .meta({ id: "TokenResponse" });
@@ -89,6 +105,28 @@ function oauthError(
   };
 }
 
+/**
+ * A 429 past a per-address budget on an endpoint whose RFC names no code for it (RFC 7009
+ * revocation, RFC 7591 registration): `temporarily_unavailable` (RFC 6749's "try again later"),
+ * with Retry-After and the RateLimit-* headers. `slow_down` belongs to the device flow's polling.
+ */
+function tooManyRequests(counted: RateLimitResult, description: string): Answer {
+  return oauthError(429, "temporarily_unavailable", description, rateLimitHeaders(counted));
+}
+
+/**
+ * A client id that could not be looked up: unknown (401 `invalid_client`), or its metadata
+ * document not fetched now, past a budget (429) or the instance's cap on fetches at once (503).
+ */
+function clientLookupRefusal(found: Exclude<ClientLookup, { ok: true }>): Answer {
+  const description = CLIENT_LOOKUP_DESCRIPTIONS[found.code];
+  if (found.code === "rate_limited") return tooManyRequests(found.limit, description);
+  if (found.code === "busy") {
+    return oauthError(503, "temporarily_unavailable", description, { "Retry-After": "1" });
+  }
+  return oauthError(401, "invalid_client", description);
+}
+
 export function oauthEndpoints(
   ctx: IdentityContext,
   deps: OAuthDeps & { publicUrl: string },
@@ -106,31 +144,22 @@ export function oauthEndpoints(
           token_type: "Bearer",
           expires_in: result.expiresIn,
           ...(result.refreshToken && { refresh_token: result.refreshToken }),
-          ...(result.scope && { scope: result.scope }),
         },
         headers: NO_STORE,
         onWritten,
       };
     }
-    if (result.error === "rate_limited") {
-      return oauthError(
-        429,
-        "slow_down",
-        "Too many tokens for this refresh token: wait for Retry-After",
-        rateLimitHeaders(result.limit),
-      );
-    }
     const status = result.error === "invalid_client" ? 401 : 400;
     return oauthError(status, result.error, result.description);
   }
 
-  async function deviceGrant(fields: Map<string, string>): Promise<Answer> {
+  async function deviceGrant(fields: Map<string, string>, clientAddress: string): Promise<Answer> {
     const deviceCode = fields.get("device_code");
     const clientId = fields.get("client_id");
     if (!deviceCode || !clientId) {
       return oauthError(400, "invalid_request", "Send device_code and client_id");
     }
-    if (!(await resolveClient(ctx, deps, clientId))) {
+    if (!(await resolveClient(ctx, deps, clientId, clientAddress))) {
       return oauthError(401, "invalid_client", "Unknown client");
     }
     let audience: string | null = null;
@@ -182,6 +211,8 @@ export function oauthEndpoints(
           response_modes_supported: ["query"],
           grant_types_supported: ["authorization_code", "refresh_token", DEVICE_CODE_GRANT],
           code_challenge_methods_supported: ["S256"],
+          // No scopes: a grant lets its client act as the person, toward one partner or any.
+          scopes_supported: [],
           token_endpoint_auth_methods_supported: ["none"],
           revocation_endpoint_auth_methods_supported: ["none"],
           introspection_endpoint_auth_methods_supported: ["client_secret_basic", "bearer"],
@@ -226,22 +257,39 @@ export function oauthEndpoints(
         const fields = await readForm(request);
         if (!(fields instanceof Map)) return fields;
         const grantType = fields.get("grant_type");
-        if (grantType === DEVICE_CODE_GRANT) return deviceGrant(fields);
+        if (grantType === DEVICE_CODE_GRANT) return deviceGrant(fields, request.clientIp());
         if (grantType === "refresh_token") {
           const refreshToken = fields.get("refresh_token");
           if (!refreshToken) return oauthError(400, "invalid_request", "Send refresh_token");
-          const result = await refresh(
+          let audience: string | null = null;
+          const resource = fields.get("resource");
+          if (resource !== undefined) {
+            const partnerId = await partnerOfResource(ctx, resource);
+            if (!partnerId) return oauthError(400, "invalid_target", "Unknown resource");
+            audience = partnerId;
+          }
+          const result = await refreshGrant(
             ctx,
-            { refreshToken, clientId: fields.get("client_id"), resource: fields.get("resource") },
-            limits.perUserKey,
+            { refreshToken, clientId: fields.get("client_id"), audience },
+            { perGrant: limits.perUserKey, perAccount: limits.refreshesPerAccount },
           );
-          if (!result.ok && result.error === "invalid_grant") {
+          if (result.ok) return tokenAnswer(result);
+          if (result.error === "rate_limited") {
+            return oauthError(
+              429,
+              "slow_down",
+              "Too many refreshes for this grant or account: wait for Retry-After",
+              rateLimitHeaders(result.limit),
+            );
+          }
+          if (result.error === "invalid_grant") {
             const counted = await limits.badKeysPerIp.take(request.clientIp());
             if (!counted.ok) {
               return oauthError(429, "slow_down", "Too many unknown tokens from this address");
             }
           }
-          return tokenAnswer(result);
+          const error = result.error === "invalid_target" ? "invalid_target" : "invalid_grant";
+          return oauthError(400, error, result.description);
         }
         if (grantType === "authorization_code") {
           const code = fields.get("code");
@@ -262,6 +310,7 @@ export function oauthEndpoints(
               clientId,
               verifier,
               resource: fields.get("resource"),
+              clientAddress: request.clientIp(),
             }),
           );
         }
@@ -303,7 +352,10 @@ export function oauthEndpoints(
           },
           "400": refusal("invalid_request"),
           "401": refusal("invalid_client"),
-          "429": refusal("slow_down: too many logins started from this address"),
+          "429": refusal(
+            "slow_down: too many logins started from this address; temporarily_unavailable: too many client metadata documents fetched",
+          ),
+          "503": refusal("temporarily_unavailable: too many client metadata documents at once"),
         },
       },
       async handle(request) {
@@ -311,8 +363,9 @@ export function oauthEndpoints(
         if (!(fields instanceof Map)) return fields;
         const clientId = fields.get("client_id");
         if (!clientId) return oauthError(400, "invalid_request", "Send client_id");
-        const client = await resolveClient(ctx, deps, clientId);
-        if (!client) return oauthError(401, "invalid_client", "Unknown client");
+        const found = await lookUpClient(ctx, deps, clientId, request.clientIp());
+        if (!found.ok) return clientLookupRefusal(found);
+        const { client } = found;
         const counted = await limits.deviceCodesPerIp.take(request.clientIp());
         if (!counted.ok) {
           return oauthError(
@@ -396,8 +449,12 @@ export function oauthEndpoints(
             result.code === "REVOKED_PARTNER_KEY"
               ? "Partner key has been revoked"
               : "Invalid partner key";
+          // The challenge of the scheme the caller used (RFC 6750 section 3, RFC 7617).
+          const basic = /^basic /i.test(request.header("authorization") ?? "");
           return oauthError(401, "invalid_client", description, {
-            "WWW-Authenticate": `Bearer realm="agentpass", error="invalid_token", error_description="${description}"`,
+            "WWW-Authenticate": basic
+              ? 'Basic realm="agentpass"'
+              : `Bearer realm="agentpass", error="invalid_token", error_description="${description}"`,
           });
         }
         if (!result.active) return { status: 200, body: { active: false }, headers: NO_STORE };
@@ -426,20 +483,28 @@ export function oauthEndpoints(
       operation: {
         operationId: "oauthRevoke",
         security: [],
-        summary: "Revoke a refresh token: the user key and every token it made (RFC 7009)",
+        summary: "Revoke a grant by any of its refresh tokens, and every token it made (RFC 7009)",
         tags: ["OAuth"],
         requestBody: formBody({ token: z.string(), token_type_hint: z.string().optional() }),
         responses: {
           "200": { description: "Revoked, or the token was not valid (RFC 7009 section 2.2)" },
           "400": refusal("invalid_request, or unsupported_token_type for an access token"),
+          "429": refusal("temporarily_unavailable: too many revocations from this address"),
         },
       },
       async handle(request) {
+        const counted = await limits.revocationsPerIp.take(request.clientIp());
+        if (!counted.ok) {
+          return tooManyRequests(
+            counted,
+            "Too many revocations from this address: wait for Retry-After",
+          );
+        }
         const fields = await readForm(request);
         if (!(fields instanceof Map)) return fields;
         const token = fields.get("token");
         if (token === undefined) return oauthError(400, "invalid_request", "Send token");
-        const outcome = await revokeRefreshToken(ctx, token.slice(0, 1000));
+        const outcome = await revokeByRefreshToken(ctx, token.slice(0, 1000));
         if (outcome === "access_token") {
           return oauthError(
             400,
@@ -465,8 +530,8 @@ export function oauthEndpoints(
           content: {
             "application/json": {
               schema: z.object({
-                redirect_uris: z.array(z.string()),
-                client_name: z.string().optional(),
+                redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
+                client_name: z.string().max(MAX_CLIENT_NAME_LENGTH).optional(),
                 token_endpoint_auth_method: z.literal("none").optional(),
               }),
             },
@@ -475,9 +540,17 @@ export function oauthEndpoints(
         responses: {
           "201": { description: "The client's id and its registered metadata" },
           "400": refusal("invalid_redirect_uri or invalid_client_metadata"),
+          "429": refusal("temporarily_unavailable: too many clients registered from this address"),
         },
       },
       async handle(request) {
+        const counted = await limits.registrationsPerIp.take(request.clientIp());
+        if (!counted.ok) {
+          return tooManyRequests(
+            counted,
+            "Too many clients registered from this address: wait for Retry-After",
+          );
+        }
         const read = await request.readJson();
         const body = read.ok ? read.value : undefined;
         if (typeof body !== "object" || body === null || Array.isArray(body)) {

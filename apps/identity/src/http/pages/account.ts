@@ -57,7 +57,9 @@ ${
             session,
             csrf: web.csrf,
             body: html`<div class="card"><p>Signed in as <strong>${session.email}</strong>.</p>
-<form method="post" action="/sign-out-everywhere">${csrfField(web.csrf)}<button type="submit" class="secondary">Sign out everywhere</button></form></div>
+<form method="post" action="/sign-out-everywhere">${csrfField(web.csrf)}
+<p><label><input type="checkbox" name="apps" value="yes"> Also disconnect every connected app and device login</label></p>
+<button type="submit" class="secondary">Sign out everywhere</button></form></div>
 <h2>Delete your account</h2>
 <div class="card"><p>Deletes your account, every user key, every partner you own and their keys. Tokens made with them stop verifying at once. This cannot be undone.</p>
 <p><a class="button danger" href="/account/delete">Delete account…</a></p></div>`,

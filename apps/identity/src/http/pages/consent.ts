@@ -17,7 +17,13 @@ import { csrfField, html, renderPage } from "../web/page.ts";
  * that cannot be trusted to the redirect URI (unknown client, unregistered redirect) are shown
  * here; the rest go back to the client with `state` and `iss` (RFC 9207).
  */
-export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuthDeps) {
+export function consentPages(
+  ctx: IdentityContext,
+  guard: WebGuard,
+  oauth: OAuthDeps,
+  /** The client address of a request: metadata documents fetched for it are counted there. */
+  clientIp: (c: Context) => string,
+) {
   function page(c: Context, web: SignedInRequest, body: ReturnType<typeof html>, status = 200) {
     return c.html(
       renderPage({ title: "Allow access?", session: web.session, csrf: web.csrf, body }),
@@ -43,6 +49,7 @@ export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuth
       ctx,
       oauth,
       new URLSearchParams(query),
+      clientIp(c),
     );
     if (check.ok) return check.request;
     if (!check.redirect) {
@@ -62,7 +69,7 @@ export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuth
 
   function consent(web: SignedInRequest, request: AuthorizationRequest, query: string) {
     const { client, resource } = request;
-    const redirectHost = new URL(request.redirectUri).host;
+    const redirectHost = destinationOf(request.redirectUri).shown;
     return html`<div class="card">
 <p><strong>${client.clientName}</strong> <span class="muted">(unverified name${
       client.kind === "metadata_document"
@@ -90,8 +97,9 @@ export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuth
         const request = await checked(c, web, query);
         if (request instanceof Response) return request;
         // The consent form's answer redirects to the client: the page's form-action allows
-        // that one origin besides this one (browsers hold a form's redirects to form-action).
-        const origin = new URL(request.redirectUri).origin;
+        // that one origin (or a native app's private-use scheme) besides this one (browsers hold
+        // a form's redirects to form-action).
+        const origin = destinationOf(request.redirectUri).source;
         c.header(
           "Content-Security-Policy",
           `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self' ${origin}; frame-ancestors 'none'; base-uri 'none'`,
@@ -116,4 +124,17 @@ export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuth
         return back(c, request.redirectUri, { code, state: request.state });
       }),
     );
+}
+
+/**
+ * Where the consent's answer goes: an origin (a web client, a native app's loopback server), or a
+ * native app's private-use scheme (RFC 8252 section 7.1), whose URL has no origin. As a CSP source
+ * for `form-action`, and as shown to the person.
+ */
+function destinationOf(redirectUri: string): { source: string; shown: string } {
+  const url = new URL(redirectUri);
+  if (url.protocol === "https:" || url.protocol === "http:") {
+    return { source: url.origin, shown: url.host };
+  }
+  return { source: url.protocol, shown: `the app that opens ${url.protocol} links` };
 }

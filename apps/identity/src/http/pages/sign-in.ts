@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import type { IdentityContext } from "../../context.ts";
+import { revokeAllConnectedApps } from "../../domain/grants.ts";
 import {
   pendingSignInAddress,
   redeemSignInCode,
@@ -195,6 +196,8 @@ ${csrfField(web.csrf)}<input type="hidden" id="link-token" name="link" value="">
       "/sign-out-everywhere",
       guard.signedIn(async (c, web) => {
         await endAllWebSessions(ctx, web.session.accountId);
+        if (web.form.get("apps") === "yes")
+          await revokeAllConnectedApps(ctx, web.session.accountId);
         guard.clearSessionCookie(c);
         return c.redirect("/sign-in", 303);
       }),

@@ -1,0 +1,93 @@
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { connect } from "node:net";
+import { networkInterfaces } from "node:os";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { createTestDatabase, type TestDatabase, testEngines } from "@agentpass/db/testing";
+
+const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
+
+/** This machine's own addresses that are not loopback: where a wildcard listener would answer. */
+const OWN_ADDRESSES = Object.values(networkInterfaces())
+  .flat()
+  .filter((info) => info && !info.internal && !info.address.startsWith("fe80:"))
+  .map((info) => info?.address as string);
+
+/** `agentpass-server serve` on a port it picks, with `env`; resolves once it says where. */
+function serve(database: TestDatabase, env: Record<string, string>) {
+  const child: ChildProcess = spawn(process.execPath, [BIN, "serve"], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      DATA_DIR: database.dataDir,
+      DATABASE_URL: database.databaseUrl ?? "",
+      PORT: "0",
+      LOG_LEVEL: "info",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let output = "";
+  const port = new Promise<number>((resolve, reject) => {
+    child.stdout?.on("data", (chunk) => {
+      output += chunk;
+      const url = /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
+      if (url) resolve(Number(new URL(url).port));
+    });
+    child.once("exit", (code) => reject(new Error(`serve exited ${code}: ${output}`)));
+  });
+  return { child, port };
+}
+
+/** Whether a TCP connection to `address`:`port` is accepted (all of them on this machine). */
+function accepts(address: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: address, port, timeout: 2000 }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+    socket.once("timeout", () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+for (const engine of testEngines()) {
+  describe(`where the identity service listens (${engine})`, () => {
+    let database: TestDatabase;
+    const running: ChildProcess[] = [];
+    before(async () => {
+      database = await createTestDatabase(engine);
+    });
+    after(async () => {
+      for (const child of running) child.kill();
+      await database.drop();
+    });
+
+    it("without PUBLIC_URL (development), answers on 127.0.0.1 and ::1 and on no other address", async (t) => {
+      const { child, port } = serve(database, {});
+      running.push(child);
+      const listening = await port;
+      for (const loopback of ["127.0.0.1", "[::1]"]) {
+        const answer = await fetch(`http://${loopback}:${listening}/healthz`);
+        assert.equal(answer.status, 200, loopback);
+      }
+      if (OWN_ADDRESSES.length === 0) return t.skip("this machine has no non-loopback address");
+      for (const address of OWN_ADDRESSES) {
+        assert.equal(await accepts(address, listening), false, `refused on ${address}`);
+      }
+    });
+
+    it("with PUBLIC_URL set, listens on every interface as before", async (t) => {
+      if (OWN_ADDRESSES.length === 0) return t.skip("this machine has no non-loopback address");
+      const { child, port } = serve(database, { PUBLIC_URL: "http://agentpass.test" });
+      running.push(child);
+      const listening = await port;
+      for (const address of [...OWN_ADDRESSES, "127.0.0.1", "::1"]) {
+        assert.ok(await accepts(address, listening), `accepted on ${address}`);
+      }
+    });
+  });
+}
