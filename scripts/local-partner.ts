@@ -44,12 +44,7 @@ async function findOrCreatePartner(ctx: IdentityContext, notesUrl: string): Prom
   let owner = await findAccountByEmail(ctx, OPERATOR_EMAIL);
   if (!owner.ok) owner = await createAccount(ctx, OPERATOR_EMAIL);
   if (!owner.ok) throw new Error(`cannot create the notes operator account: ${owner.code}`);
-  const existing = await ctx.store.db
-    .selectFrom("partners")
-    .select("id")
-    .where("owner_account_id", "=", owner.account.id)
-    .orderBy("created_at")
-    .executeTakeFirst();
+  const [existing] = await ctx.store.listPartnersOwnedBy(owner.account.id);
   if (existing) return existing.id;
   const created = await createPartner(ctx, {
     ownerAccountId: owner.account.id,

@@ -1,5 +1,5 @@
 /**
- * The V8 flags each service runs with in production, as the README's production commands give
+ * The V8 flags each service runs with in production, as the production commands of docs/operations.md give
  * them; the benchmarks and the cluster test run the services with the same (docs/decisions.md,
  * "Memory flags for the services"):
  * - both: the old generation may grow to 1.3 times what the last full collection kept, where V8

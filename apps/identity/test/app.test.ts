@@ -31,6 +31,7 @@ describe("health, documentation and unknown routes", () => {
         "/api/session-tokens",
         "/api/verify",
         "/healthz",
+        "/oauth/authorize",
         "/oauth/device_authorization",
         "/oauth/introspect",
         "/oauth/register",
@@ -82,7 +83,7 @@ describe("an unexpected server error", () => {
   it("answers 500 with a request id and no stack trace, and /readyz says not ready", async () => {
     const identity = await openTestIdentity("sqlite");
     const partner = await identity.partner();
-    await identity.ctx.store.db.destroy(); // the database goes away under the running app
+    await identity.db.destroy(); // the database goes away under the running app
     const response = await identity.verify(
       `Bearer ${partner.key}`,
       JSON.stringify({ sessionToken: "aps_x" }),

@@ -31,7 +31,7 @@ for (const engine of testEngines()) {
     }
 
     const attemptsOf = (email: string) =>
-      identity.ctx.store.db
+      identity.db
         .selectFrom("sign_in_codes")
         .select(["attempts", "used_at"])
         .where("email", "=", email)

@@ -8,7 +8,7 @@ import { issueKey } from "../src/domain/credentials.ts";
 import { startWebSession } from "../src/domain/web-sessions.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
-/** kill -9 rounds: 10 in CI, 50 or more with CRASH_ROUNDS (npm run test:stress). */
+/** kill -9 rounds: 10 by default (npm run test:all, CI), 3 in npm test, 50 in npm run test:stress. */
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 10);
 const KEYS_PER_ROUND = 12;
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));

@@ -23,7 +23,7 @@ for (const engine of testEngines()) {
     // On PostgreSQL the rate-limit windows follow the database's clock, which `advance` does not
     // move: every test starts with no counts, as the memory store (SQLite) does after `advance`.
     beforeEach(async () => {
-      if (engine === "postgres") await identity.ctx.store.db.deleteFrom("rate_limits").execute();
+      if (engine === "postgres") await identity.db.deleteFrom("rate_limits").execute();
     });
 
     const browser = () => webClient(identity.app);
@@ -475,7 +475,7 @@ for (const engine of testEngines()) {
         assert.ok(account);
         const departedOf = async (accountId: string) =>
           (
-            await identity.ctx.store.db
+            await identity.db
               .selectFrom("departed_partner_activity")
               .select("partner_id")
               .where("account_id", "=", accountId)

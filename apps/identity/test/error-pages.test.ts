@@ -57,7 +57,7 @@ for (const engine of testEngines()) {
 describe("a server error on a page", () => {
   it("answers a browser with a page naming the request id, and no detail of the fault", async () => {
     const identity = await openTestIdentity("sqlite");
-    await identity.ctx.store.db.destroy(); // the database goes away under the running app
+    await identity.db.destroy(); // the database goes away under the running app
     const response = await identity.app.request("/directory", { headers: PAGE });
     assert.equal(response.status, 500);
     const page = await response.text();

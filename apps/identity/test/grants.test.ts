@@ -33,7 +33,7 @@ for (const engine of testEngines()) {
     // On PostgreSQL the rate-limit windows follow the database's clock, which `advance` does not
     // move: every test starts with no counts.
     beforeEach(async () => {
-      if (engine === "postgres") await identity.ctx.store.db.deleteFrom("rate_limits").execute();
+      if (engine === "postgres") await identity.db.deleteFrom("rate_limits").execute();
     });
 
     /** A person's consent to a browser-flow client: a grant with a rotating refresh token. */
@@ -80,12 +80,12 @@ for (const engine of testEngines()) {
     }
 
     async function rowsOf(accountId: string) {
-      const keys = await identity.ctx.store.db
+      const keys = await identity.db
         .selectFrom("user_keys")
         .select("id")
         .where("account_id", "=", accountId)
         .execute();
-      const grants = await identity.ctx.store.db
+      const grants = await identity.db
         .selectFrom("grants")
         .select("key_id")
         .where(
@@ -232,7 +232,7 @@ for (const engine of testEngines()) {
       const changes = async () =>
         Number(
           (
-            await identity.ctx.store.db
+            await identity.db
               .selectFrom("key_changes")
               .select((eb) => eb.fn.countAll<number | string>().as("count"))
               .executeTakeFirstOrThrow()
@@ -274,7 +274,11 @@ for (const engine of testEngines()) {
         else tokens[at] = answer.body.refresh_token ?? "";
       }
       assert.ok(refused, "the account's refreshes are bounded");
-      assert.equal(refused.body.error, "slow_down");
+      assert.equal(
+        refused.body.error,
+        "temporarily_unavailable",
+        "slow_down is the device grant's",
+      );
       const stranger = await consent();
       assert.equal((await refresh(stranger.refreshToken)).status, 200);
     });

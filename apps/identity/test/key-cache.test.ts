@@ -359,14 +359,14 @@ for (const engine of testEngines()) {
       await readPartnerKey(partner.key);
       await readPartnerKey(partner.key);
       assert.equal(counted.reads, 1);
-      const { value: seen } = await identity.ctx.store.db
+      const { value: seen } = await identity.db
         .selectFrom("key_epoch")
         .select("value")
         .executeTakeFirstOrThrow();
       const account = await identity.account();
       for (let i = 0; i < 3; i++) await issueKey(identity.ctx, "user", account.id, "other");
       // The purge drops changes older than the instance's position: it cannot know what changed.
-      await identity.ctx.store.db
+      await identity.db
         .deleteFrom("key_changes")
         .where("epoch", "<=", seen + 2)
         .execute();

@@ -25,7 +25,7 @@ for (const engine of testEngines()) {
     // Sign-in codes are rate-limited per client address: every test starts in a fresh window.
     beforeEach(async () => {
       identity.advance(15 * MINUTE);
-      if (engine === "postgres") await identity.ctx.store.db.deleteFrom("rate_limits").execute();
+      if (engine === "postgres") await identity.db.deleteFrom("rate_limits").execute();
     });
 
     async function signedIn(): Promise<WebClient> {
@@ -192,7 +192,7 @@ for (const engine of testEngines()) {
         await identity.ctx.usage.flush();
         const rowsOf = async (table: "usage_daily" | "partner_activity") =>
           (
-            await identity.ctx.store.db
+            await identity.db
               .selectFrom(table)
               .select("partner_id")
               .where("partner_id", "=", partner.id)

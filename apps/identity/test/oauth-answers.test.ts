@@ -102,6 +102,37 @@ for (const engine of testEngines()) {
       assert.equal(await audienceOf(refreshed.access_token ?? ""), partner.id);
     });
 
+    it("answers every refusal of its endpoints in OAuth's wire format, 413 included", async () => {
+      const endpoints = [
+        "/oauth/token",
+        "/oauth/device_authorization",
+        "/oauth/introspect",
+        "/oauth/revoke",
+        "/oauth/register",
+      ];
+      for (const path of endpoints) {
+        const large = await identity.app.request(path, {
+          method: "POST",
+          headers: {
+            "content-type": "application/x-www-form-urlencoded",
+            authorization: `Bearer ${partner.key}`,
+          },
+          body: `token=${"a".repeat(20_000)}`,
+        });
+        assert.equal(large.status, 413, path);
+        const body = (await large.json()) as Record<string, unknown>;
+        assert.equal(body.error, "invalid_request", path);
+        assert.equal(typeof body.error_description, "string", path);
+        assert.deepEqual(Object.keys(body).sort(), ["error", "error_description"], path);
+        assert.equal(large.headers.get("cache-control"), "no-store", path);
+      }
+      const repeated = await form("/oauth/token", {}, undefined);
+      assert.deepEqual(await repeated.json(), {
+        error: "invalid_request",
+        error_description: "Send grant_type",
+      });
+    });
+
     it("answers a bad partner key with the challenge of the scheme the caller used", async () => {
       const basic = await form(
         "/oauth/introspect",
@@ -116,6 +147,18 @@ for (const engine of testEngines()) {
         bearer.headers.get("www-authenticate") ?? "",
         /^Bearer realm="agentpass", error="invalid_token"/,
       );
+    });
+
+    // Last: it spends this address's budget of unknown partner keys.
+    it("answers a budget spent with 429 temporarily_unavailable and Retry-After, never slow_down", async () => {
+      let refused: Response | undefined;
+      for (let i = 0; i < 200 && !refused; i++) {
+        const answer = await form("/oauth/introspect", { token: "x" }, "Bearer apk_wrong");
+        if (answer.status === 429) refused = answer;
+      }
+      assert.ok(refused, "unknown partner keys are bounded per address");
+      assert.equal(((await refused.json()) as { error: string }).error, "temporarily_unavailable");
+      assert.ok(Number(refused.headers.get("retry-after")) > 0);
     });
   });
 }

@@ -33,7 +33,7 @@ for (const engine of testEngines()) {
     // Sign-in codes are rate-limited per client address: every test starts in a fresh window.
     beforeEach(async () => {
       identity.advance(15 * MINUTE);
-      if (engine === "postgres") await identity.ctx.store.db.deleteFrom("rate_limits").execute();
+      if (engine === "postgres") await identity.db.deleteFrom("rate_limits").execute();
     });
 
     async function signIn(client: WebClient, email: string) {

@@ -13,7 +13,7 @@ for (const engine of testEngines()) {
   describe(`expired rows are purged, off the request path (${engine})`, () => {
     it("deletes every expired sign-in code, device code, session, remembered browser and old counter, in batches, and keeps the rest", async () => {
       const identity = await openTestIdentity(engine);
-      const { db } = identity.ctx.store;
+      const { db } = identity;
       const now = identity.now();
       const account = await identity.account();
       try {
@@ -118,7 +118,7 @@ for (const engine of testEngines()) {
 
     it("deletes each batch through the index on its expiry, never by reading the whole table", async () => {
       const identity = await openTestIdentity(engine);
-      const { db } = identity.ctx.store;
+      const { db } = identity;
       try {
         // A few hundred thousand counters, most of them a day old: the statement a purge runs is
         // planned against a table of that size (with the delete by key it replaced, PostgreSQL

@@ -70,7 +70,7 @@ function sharedStores() {
       async setUp() {
         const identity = await openTestIdentity("postgres");
         return {
-          open: () => createDatabaseRateLimitStore(identity.ctx.store.counters),
+          open: () => createDatabaseRateLimitStore(identity.service.database),
           errors: [],
           close: () => identity.close(),
         };
@@ -218,7 +218,7 @@ for (const engine of testEngines()) {
     if (engine === "postgres") {
       it("lets exactly MINTS_PER_MINUTE through two instances 30 s apart, by PostgreSQL's clock", async () => {
         await mintAcrossSkewedInstances({}, (identity) =>
-          createDatabaseRateLimitStore(identity.ctx.store.counters),
+          createDatabaseRateLimitStore(identity.service.database),
         );
       });
     }
@@ -258,22 +258,20 @@ for (const engine of testEngines()) {
           for (let i = 0; i < 3; i++) assert.equal((await identity.mint(key)).status, 201);
           assert.equal(await countInRedis(), 3);
 
-          // Connections stay open and nothing comes back, as from a Redis stopped with SIGSTOP.
+          // Connections stay open and nothing comes back, as from a Redis stopped with SIGSTOP,
+          // until the mints are answered: answered at all, they did not wait for Redis (no
+          // bound in ms, which a busy machine stretches; the test's timeout is the backstop).
           proxy.stall();
-          const stallEnds = setTimeout(() => proxy.resume(), 15_000);
-          const started = performance.now();
           const statuses = [];
           for (let i = 0; i < 20; i++) statuses.push((await identity.mint(key)).status);
-          const elapsed = performance.now() - started;
-          clearTimeout(stallEnds);
           proxy.resume();
-          assert.ok(elapsed < 10_000, `20 mints took ${Math.round(elapsed)} ms in a 15 s stall`);
           for (const status of statuses) assert.ok(status === 201 || status === 429, `${status}`);
 
           // Back to Redis: a mint's hit is counted there, and its answer carries Redis's count.
-          const back = performance.now();
           let counted = false;
-          while (!counted && performance.now() - back < 15_000) {
+          let tries = 0;
+          while (!counted) {
+            tries++;
             const before = await countInRedis();
             const answer = await identity.mint(key);
             const count = await countInRedis();
@@ -283,9 +281,8 @@ for (const engine of testEngines()) {
               answer.headers.get("ratelimit-remaining") === String(1000 - count);
             if (!counted) await sleep(200);
           }
-          assert.ok(counted, "a mint was counted in Redis within 15 s of its return");
           t.diagnostic(
-            `20 mints in ${Math.round(elapsed)} ms while Redis hung; counted in Redis again ${Math.round(performance.now() - back)} ms after it answered`,
+            `20 mints answered while Redis hung; counted in Redis again on try ${tries}`,
           );
         } finally {
           await proxy.close();

@@ -108,7 +108,7 @@ for (const engine of testEngines()) {
           createRedisRateLimitStore(env.REDIS_URL, { clock: Date.now, onError: () => {} }),
         );
       } else if (!env.REDIS_URL && engine === "postgres") {
-        await awaitFreshMinute(createDatabaseRateLimitStore(identity.ctx.store.counters));
+        await awaitFreshMinute(createDatabaseRateLimitStore(identity.service.database));
       }
       return identity;
     }
@@ -189,7 +189,7 @@ for (const engine of testEngines()) {
       const server = await startServer(identity.service, { port: 0, host: "127.0.0.1" });
       try {
         const partner = await identity.partner();
-        await identity.ctx.store.db
+        await identity.db
           .updateTable("partner_keys")
           .set({ revoked_at: identity.now() })
           .where("id", "=", partner.keyId)
@@ -250,7 +250,7 @@ for (const engine of testEngines()) {
         const identity = await open();
         const second = await secondInstance(identity, LIMITS);
         opened.push(second);
-        const stores = [identity.ctx.store.counters, second.ctx.store.counters].map((counters) =>
+        const stores = [identity.service.database, second.database].map((counters) =>
           createDatabaseRateLimitStore(counters),
         );
         // 120 hits at once on one counter, half through each instance's store: each store
@@ -265,7 +265,7 @@ for (const engine of testEngines()) {
           Array.from({ length: 120 }, (_, i) => i + 1),
         );
         for (const hit of hits) assert.ok(hit.resetMs > 0 && hit.resetMs <= 60_000);
-        const row = await identity.ctx.store.db
+        const row = await identity.db
           .selectFrom("rate_limits")
           .select("count")
           .where("key", "=", "batch-test")
@@ -275,7 +275,7 @@ for (const engine of testEngines()) {
 
       it("adds the hits asked for in one turn in one upsert", async () => {
         const identity = await open();
-        const { counters } = identity.ctx.store;
+        const counters = identity.service.database;
         let upserts = 0;
         const store = createDatabaseRateLimitStore({
           ...counters,
@@ -297,9 +297,7 @@ for (const engine of testEngines()) {
       it("keeps the counters in an unlogged table (no WAL flush per hit)", async () => {
         const identity = await open();
         const { rows } = await sql<{ relpersistence: string }>`
-          SELECT relpersistence FROM pg_class WHERE relname = 'rate_limits'`.execute(
-          identity.ctx.store.db,
-        );
+          SELECT relpersistence FROM pg_class WHERE relname = 'rate_limits'`.execute(identity.db);
         assert.deepEqual(rows, [{ relpersistence: "u" }]);
       });
 

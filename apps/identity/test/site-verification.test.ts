@@ -235,10 +235,10 @@ for (const engine of testEngines()) {
 
         if (typeof answer === "string") site.serveFile(answer);
         else site.serve(answer);
-        const started = Date.now();
         await client.text(partner.path); // this client's form token
+        // No bound in ms (a busy machine stretches those): a site that never answers, or never
+        // stops sending, gets an answer only because the check gave up on it.
         const response = await check(client, partner.path);
-        assert.ok(Date.now() - started < 3000, `${label}: within the time limit`);
         assert.equal(response.status, 200, label);
         const page = await response.text();
         assert.match(page, /<p class="error" role="alert">Not verified: /, label);

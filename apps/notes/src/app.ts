@@ -12,11 +12,12 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { NotesContext } from "./context.ts";
 import { MAX_BODY_BYTES } from "./limits.ts";
-import { mcpEndpoint } from "./mcp/endpoint.ts";
+import { MCP_UNSERVED, mcpEndpoint } from "./mcp/endpoint.ts";
 import { boundTokenUser, verifiedUser } from "./routes/authenticate.ts";
 import { noteEndpoints } from "./routes/notes.ts";
 import {
   protectedResourceEndpoints,
+  RESOURCE_METADATA_PATH,
   RESOURCE_NAME,
   RESOURCE_PATHS,
   resourceMetadataUrl,
@@ -60,7 +61,7 @@ export function createNotesApi(
   ];
   const endpoints = [
     ...api,
-    ...apiDocsEndpoints(api, {
+    ...apiDocsEndpoints([...api, ...MCP_UNSERVED], {
       info: {
         title: RESOURCE_NAME,
         version: "0.1.0",
@@ -79,7 +80,19 @@ export function createNotesApi(
           bearerToken: {
             type: "http",
             scheme: "bearer",
-            description: "The same session token as `Authorization: Bearer` (RFC 6750)",
+            description: `The same session token as \`Authorization: Bearer\` (RFC 6750), or an OAuth access token from AgentPass: this resource's metadata (RFC 9728) at \`${RESOURCE_METADATA_PATH}\` names AgentPass as its authorization server.`,
+          },
+          boundToken: {
+            type: "oauth2",
+            description: `An OAuth access token from AgentPass, bound to this resource (RFC 8707), sent as \`Authorization: Bearer\`: each resource's protected resource metadata (RFC 9728, \`${RESOURCE_METADATA_PATH}\` and \`${RESOURCE_METADATA_PATH}${RESOURCE_PATHS.mcp}\`) names AgentPass as its authorization server. \`agentpass token --audience <notes partner id>\` mints one too.`,
+            flows: {
+              authorizationCode: {
+                authorizationUrl: `${options.agentpassUrl}/oauth/authorize`,
+                tokenUrl: `${options.agentpassUrl}/oauth/token`,
+                refreshUrl: `${options.agentpassUrl}/oauth/token`,
+                scopes: {},
+              },
+            },
           },
         },
       },

@@ -20,7 +20,7 @@ Usage:
 serve applies missing migrations at start unless MIGRATE_ON_START=false; migrate applies them
 alone, as a deploy's step. users never migrates: it refuses a database that lacks a migration.
 Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, AGENTPASS_URL,
-AGENTPASS_PARTNER_KEY, ...); see the README.`;
+AGENTPASS_PARTNER_KEY, ...); see docs/operations.md.`;
 
 class UsageError extends Error {}
 class CommandError extends Error {}

@@ -5,8 +5,12 @@ import { fileURLToPath } from "node:url";
 import { createTestDatabase, type TestDatabase, testEngines } from "@agentpass/db/testing";
 import { startTestIdentityService, type TestIdentityService } from "@agentpass/identity/testing";
 
-/** kill -9 rounds: 10 in CI, 50 or more with CRASH_ROUNDS (npm run test:stress). */
+/** kill -9 rounds: 10 by default (npm run test:all, CI), 3 in npm test, 50 in npm run test:stress. */
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 10);
+/** The kill lands after 1 to this many acknowledged writes of its round. */
+const WRITES_BEFORE_KILL = 40;
+/** Requests each of a round's 4 writers sends at most. */
+const REQUESTS_PER_WORKER = 500;
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
 const EMAIL = "crash@example.com";
 
@@ -74,9 +78,21 @@ for (const engine of testEngines()) {
         const { child, url } = await startNotes();
         const headers = { "x-session-token": await token(), "content-type": "application/json" };
         const exited = new Promise((resolve) => child.once("exit", resolve));
+        // The kill lands after a random number of this round's writes were acknowledged, an
+        // event rather than a delay: on a busy machine a fixed delay saw few writes or none.
+        const killAfter = 1 + Math.floor(Math.random() * WRITES_BEFORE_KILL);
+        let acknowledged = 0;
+        let killNow = () => {};
+        const killTime = new Promise<void>((resolve) => {
+          killNow = resolve;
+        });
+        const acknowledge = () => {
+          if (++acknowledged >= killAfter) killNow();
+        };
         let running = true;
         const writer = async (worker: number) => {
-          for (let i = 0; running; i++) {
+          // Bounded, so a service that acknowledges nothing ends the round (and fails the test).
+          for (let i = 0; running && i < REQUESTS_PER_WORKER; i++) {
             attempts++;
             try {
               const victim = [...created].find(
@@ -88,15 +104,20 @@ for (const engine of testEngines()) {
                   method: "DELETE",
                   headers,
                 });
-                if (response.status === 204) deleted.add(victim);
+                if (response.status === 204) {
+                  deleted.add(victim);
+                  acknowledge();
+                }
               } else {
                 const response = await fetch(`${url}/api/notes`, {
                   method: "POST",
                   headers,
                   body: JSON.stringify({ title: `round ${round} worker ${worker} #${i}` }),
                 });
-                if (response.status === 201)
+                if (response.status === 201) {
                   created.add(((await response.json()) as { note: { id: string } }).note.id);
+                  acknowledge();
+                }
               }
             } catch {
               // The process died under this request: it was never acknowledged.
@@ -104,7 +125,7 @@ for (const engine of testEngines()) {
           }
         };
         const writers = [0, 1, 2, 3].map(writer);
-        await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 300));
+        await Promise.race([killTime, Promise.all(writers)]);
         child.kill("SIGKILL");
         await exited;
         running = false;
@@ -136,10 +157,8 @@ for (const engine of testEngines()) {
         t.diagnostic(
           `${ROUNDS} kills, ${attempts} requests, ${created.size} acknowledged creates, ${deleted.size} acknowledged deletes, 0 lost`,
         );
-        assert.ok(
-          created.size > ROUNDS,
-          `writes were acknowledged (${created.size} of ${attempts})`,
-        );
+        // However many there were: only that some were, and that none of them was lost.
+        assert.ok(created.size > 0, `writes were acknowledged (${created.size} of ${attempts})`);
       } finally {
         child.kill("SIGKILL");
       }

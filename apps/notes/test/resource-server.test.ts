@@ -198,13 +198,15 @@ for (const engine of testEngines()) {
       };
       assert.deepEqual(Object.keys(document.components.securitySchemes).sort(), [
         "bearerToken",
+        "boundToken",
         "sessionToken",
       ]);
       assert.deepEqual(document.paths["/api/notes"]?.get?.security, [
         { sessionToken: [] },
         { bearerToken: [] },
       ]);
-      assert.equal(document.paths["/mcp"], undefined, "MCP is JSON-RPC, not in the document");
+      // MCP's endpoint is documented too, taking only the token bound to the notes API.
+      assert.deepEqual(document.paths["/mcp"]?.post?.security, [{ boundToken: [] }]);
     });
   });
 }

@@ -35,10 +35,14 @@ async function answerOf(response: Response) {
   };
 }
 
-/** Runs `request`, giving its answer and when it came, in ms after `start`. */
-async function timed(start: number, request: Response | Promise<Response>) {
+/**
+ * Runs `request`, giving its answer and its place among the answers `order` has counted (0 for
+ * the first): the tests judge which came first, never how many milliseconds each took, which a
+ * busy machine stretches.
+ */
+async function inOrder(order: { answers: number }, request: Response | Promise<Response>) {
   const answer = await answerOf(await request);
-  return { ...answer, at: performance.now() - start };
+  return { ...answer, place: order.answers++ };
 }
 
 const searchPath = (search: string) => `/api/notes?search=${encodeURIComponent(search)}`;
@@ -282,34 +286,31 @@ for (const engine of testEngines()) {
       timeout: 60_000,
     }, async () => {
       const concurrent = engine === "sqlite" ? 2 : 10;
-      const start = performance.now();
+      const order = { answers: 0 };
       const hostile = Array.from({ length: concurrent }, () =>
-        timed(start, mallory.call("GET", searchPath(HOSTILE_SEARCH))),
+        inOrder(order, mallory.call("GET", searchPath(HOSTILE_SEARCH))),
       );
       // The hostile searches hold every reader thread (SQLite) or most of the pool (PostgreSQL).
       await new Promise((resolve) => setTimeout(resolve, 50));
       const [list, search] = await Promise.all([
-        timed(start, ada.call("GET", "/api/notes")),
-        timed(start, ada.call("GET", searchPath("plan review"))),
+        inOrder(order, ada.call("GET", "/api/notes")),
+        inOrder(order, ada.call("GET", searchPath("plan review"))),
       ]);
       const answered = await Promise.all(hostile);
-      for (const { at, ...answer } of answered) {
+      for (const { place: _, ...answer } of answered)
         assert.deepEqual(answer, SEARCH_TOOK_TOO_LONG);
-        assert.ok(at < 5_000, `a hostile search answered after ${at.toFixed(0)} ms`);
-      }
       for (const answer of [list, search]) {
         assert.equal(answer.status, 200, JSON.stringify(answer.body));
         assert.deepEqual(
           (answer.body.notes as { id: string }[]).map((note) => note.id),
           [adaNoteId],
         );
-        assert.ok(answer.at < 5_000, `another user answered after ${answer.at.toFixed(0)} ms`);
       }
       // A plain list never waits for searches: it was answered before any hostile search was.
-      const firstHostile = Math.min(...answered.map((answer) => answer.at));
+      const firstHostile = Math.min(...answered.map((answer) => answer.place));
       assert.ok(
-        list.at < firstHostile,
-        `list at ${list.at} ms, first hostile at ${firstHostile} ms`,
+        list.place < firstHostile,
+        `list answered ${list.place}th, a hostile search ${firstHostile}th`,
       );
       // Every thread and connection came back. (Any search of the hostile user reads the text
       // of their notes on PostgreSQL, whose planner knows too little of 41 notes to use the
@@ -353,22 +354,23 @@ for (const engine of testEngines()) {
       it("leaves connections to other requests however many searches run: 20 hostile searches at once, and 20 lists meanwhile", {
         timeout: 60_000,
       }, async () => {
-        const start = performance.now();
+        const order = { answers: 0 };
         const many = Array.from({ length: 20 }, () =>
-          timed(start, mallory.call("GET", searchPath(HOSTILE_SEARCH))),
+          inOrder(order, mallory.call("GET", searchPath(HOSTILE_SEARCH))),
         );
         await new Promise((resolve) => setTimeout(resolve, 50));
         const lists = await Promise.all(
-          Array.from({ length: 20 }, () => timed(start, ada.call("GET", "/api/notes"))),
+          Array.from({ length: 20 }, () => inOrder(order, ada.call("GET", "/api/notes"))),
         );
         const searches = await Promise.all(many);
-        for (const { at: _, ...answer } of searches) assert.deepEqual(answer, SEARCH_TOOK_TOO_LONG);
+        for (const { place: _, ...answer } of searches)
+          assert.deepEqual(answer, SEARCH_TOOK_TOO_LONG);
         for (const list of lists) assert.equal(list.status, 200, JSON.stringify(list.body));
-        const lastList = Math.max(...lists.map((list) => list.at));
-        const lastSearch = Math.max(...searches.map((search) => search.at));
+        const lastList = Math.max(...lists.map((list) => list.place));
+        const lastSearch = Math.max(...searches.map((search) => search.place));
         assert.ok(
           lastList < lastSearch,
-          `lists done at ${lastList} ms, searches at ${lastSearch} ms`,
+          `last list answered ${lastList}th, last search ${lastSearch}th`,
         );
       });
     }
@@ -381,13 +383,13 @@ for (const engine of testEngines()) {
         // statement where nothing can stop it (seconds): the pool gives up on the thread at the
         // budget and serves on with a fresh one.
         const phrases = [PHRASE_TERM, PHRASE_TERM.toUpperCase(), "aaaaaB"].join(" ");
-        const start = performance.now();
-        const stuck = timed(start, mallory.call("GET", searchPath(phrases)));
+        // That the pool gives up at the deadline, before the statement ends, is proven in
+        // packages/db/test/reader-pool.test.ts by the order of events; here, that a search is
+        // answered 503 and the service serves on meanwhile.
+        const stuck = Promise.resolve(mallory.call("GET", searchPath(phrases))).then(answerOf);
         await new Promise((resolve) => setTimeout(resolve, 50));
-        const search = await timed(start, ada.call("GET", searchPath("plan review")));
-        const { at, ...answer } = await stuck;
-        assert.deepEqual(answer, SEARCH_TOOK_TOO_LONG);
-        assert.ok(at < 2_000, `answered after ${at.toFixed(0)} ms`);
+        const search = await answerOf(await ada.call("GET", searchPath("plan review")));
+        assert.deepEqual(await stuck, SEARCH_TOOK_TOO_LONG);
         assert.equal(search.status, 200);
         assert.equal(search.body.total, 1);
       });
@@ -409,9 +411,8 @@ for (const engine of testEngines()) {
             single.request(`${searchPath(search)}&limit=1`, {
               headers: { "x-session-token": mallory.token },
             });
-          const start = performance.now();
+          // Run to its end it would answer 200: the 503 is the proof it was stopped.
           assert.deepEqual(await answerOf(await call(HOSTILE_SEARCH)), SEARCH_TOOK_TOO_LONG);
-          assert.ok(performance.now() - start < 2_000);
           const ordinary = await answerOf(await call("hostile"));
           assert.deepEqual([ordinary.status, ordinary.body.total], [200, HOSTILE_NOTES]);
         } finally {

@@ -115,7 +115,8 @@ describe("agentpass login opens only the service's own login page, never through
 
     /** What the opener was given, once it ran (it is started detached). */
     async function opened(): Promise<string | undefined> {
-      for (let i = 0; i < 50 && !existsSync(join(bin, "opened")); i++) {
+      // Polled until it appears: a busy machine may take seconds to start the detached opener.
+      for (let i = 0; i < 1_500 && !existsSync(join(bin, "opened")); i++) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       return existsSync(join(bin, "opened"))

@@ -99,31 +99,32 @@ describe("prepared reads pipelined on one PostgreSQL connection", {
     assert.notEqual(next, first);
   });
 
-  it("gives up on a stalled server at its deadline, as unavailable, and reads again once it answers", async () => {
+  it("gives up on a stalled server at its deadline, as unavailable, and reads again once it answers", {
+    timeout: 60_000,
+  }, async () => {
     const database = open({ viaProxy: true, deadlineMs: 300 });
     const backend = backendOf(database);
     const first = (await backend())?.pid;
     assert.equal(typeof first, "number");
     proxy.stall();
     try {
-      const started = Date.now();
+      // Answered at all while the server stays stalled, they never waited on it (no bound in
+      // ms, which a busy machine stretches).
       const stalled = await Promise.allSettled([backend(), backend(), backend()]);
       for (const answer of stalled) {
         assert.equal(answer.status, "rejected");
         assert.ok(isDatabaseUnavailable((answer as PromiseRejectedResult).reason));
       }
-      assert.ok(Date.now() - started < 5000, "never waits on the stalled server");
       // Reads go on failing as unavailable while it lasts: on the lost connection, then each
-      // at the deadline of a new connection's connect, which meets the stall too.
+      // at the deadline of a new connection's connect, which meets the stall too: read until
+      // both kinds were seen (the test's timeout is the backstop), however long each takes.
       const failures = new Set<string>();
-      const stalledUntil = Date.now() + 1500;
-      while (Date.now() < stalledUntil) {
+      while (failures.size < 2) {
         await assert.rejects(backend(), (error: Error) => {
           failures.add(error.message);
           return isDatabaseUnavailable(error);
         });
       }
-      assert.ok(failures.size >= 2, `the reconnects were tried: ${[...failures].join("; ")}`);
     } finally {
       proxy.resume();
     }

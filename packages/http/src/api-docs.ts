@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { ZodOpenApiObject } from "zod-openapi";
 import { defineEndpoint, type Endpoint } from "./endpoint.ts";
-import { buildOpenApiDocument } from "./openapi.ts";
+import { buildOpenApiDocument, type DocumentedRoute } from "./openapi.ts";
 
 const OPENAPI_PATH = "/api/openapi.json";
 const ASSET_CACHE = "public, max-age=86400";
@@ -17,12 +17,12 @@ let assets: { css: Uint8Array; bundle: Uint8Array } | undefined;
 
 /**
  * The endpoints that publish a service's API: its OpenAPI document at `/api/openapi.json`,
- * generated from `endpoints` (public: any origin may read it), and at `/docs` an API reference
- * (Swagger UI from its npm package, no CDN) with every request body, parameter, answer and
- * example.
+ * generated from `endpoints` and the routes served elsewhere that clients must know of (public:
+ * any origin may read it), and at `/docs` an API reference (Swagger UI from its npm package, no
+ * CDN) with every request body, parameter, answer and example.
  */
 export function apiDocsEndpoints(
-  endpoints: readonly Endpoint[],
+  endpoints: readonly DocumentedRoute[],
   description: Omit<ZodOpenApiObject, "openapi" | "paths">,
 ): Endpoint[] {
   const document = buildOpenApiDocument(endpoints, description);

@@ -91,6 +91,7 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
       );
     }
     current.cors = endpoint.public === true;
+    current.renderError = endpoint.renderError;
     let params: Record<string, string> = {};
     if (values) {
       params = {};
@@ -129,7 +130,15 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
     path: string,
     route = UNKNOWN_ROUTE,
   ) {
-    return { incoming, response, path, route, started: performance.now(), cors: false };
+    return {
+      incoming,
+      response,
+      path,
+      route,
+      started: performance.now(),
+      cors: false,
+      renderError: undefined as Endpoint["renderError"],
+    };
   }
   type Exchange = ReturnType<typeof exchange>;
 
@@ -157,7 +166,7 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
       { method: current.incoming.method ?? "GET", path: current.route, requestId },
       options.isUnavailable,
     );
-    respond(current, answer, requestId);
+    respond(current, current.renderError ? current.renderError(answer) : answer, requestId);
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { ZodOpenApiOperationObject } from "zod-openapi";
-import type { ErrorDef, HttpError } from "./http-error.ts";
+import type { ErrorDef, HttpError, PlainAnswer } from "./http-error.ts";
 import type { JsonBody } from "./read-body.ts";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -64,6 +64,12 @@ export interface Endpoint {
   undocumented?: boolean;
   /** A body limit below the service's. */
   maxBodyBytes?: number;
+  /**
+   * The endpoint's own wire format for what the router answers when the handler did not (a body
+   * too large, a fault, a database out of reach): the router's `{ error, code }` answer in,
+   * the endpoint's out (OAuth endpoints answer RFC 6749's `{ error, error_description }`).
+   */
+  renderError?: (answer: PlainAnswer) => Answer;
   handle(request: EndpointRequest): Promise<Answer | HttpError> | Answer | HttpError;
 }
 

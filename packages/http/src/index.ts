@@ -36,7 +36,7 @@ export { isoTime } from "./iso-time.ts";
 export { createLogDestination, type LogDestination } from "./log-destination.ts";
 export { createLoopbackClient, type LoopbackRequest } from "./loopback.ts";
 export { allowedMethods, type RouteEntry } from "./not-allowed.ts";
-export { buildOpenApiDocument, RATE_LIMIT_HEADERS } from "./openapi.ts";
+export { buildOpenApiDocument, type DocumentedRoute, RATE_LIMIT_HEADERS } from "./openapi.ts";
 export {
   type JsonBody,
   readHeader,

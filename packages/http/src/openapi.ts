@@ -32,23 +32,60 @@ const HEADERS_BY_STATUS: Record<number, ZodOpenApiResponseObject["headers"]> = {
   503: RETRY_AFTER,
 };
 
-/** Refusals any endpoint may give: a body over the limit, a fault, an unreachable database. */
+/** Refusals any endpoint may give: a fault, an unreachable database. */
 const IMPLIED: readonly ErrorDef[] = [COMMON_ERRORS.internal_error, COMMON_ERRORS.unavailable];
+
+/**
+ * What a 400 may carry beside `{ error, code }`: which parts of a refused body or query were
+ * wrong, as zod flattens a failed parse. Declared on every 400, so a client generated from the
+ * document reads it wherever a service sends it.
+ */
+const ValidationDetails = z
+  .object({
+    formErrors: z.array(z.string()).meta({ description: "What is wrong with the whole input" }),
+    fieldErrors: z
+      .record(z.string(), z.array(z.string()))
+      .meta({ description: "What is wrong with each field, by name" }),
+  })
+  .meta({ id: "ValidationDetails", description: "Why the body or query was refused" });
+
+/**
+ * A route as the document describes it: an `Endpoint` the API router serves, or one served
+ * elsewhere that clients must still know of (a page such as an OAuth authorization endpoint, a
+ * method the router refuses with 405 that a protocol tells clients to try). A route served
+ * elsewhere is described here only: the contract test holds it to its live answers.
+ */
+export type DocumentedRoute = Pick<Endpoint, "method" | "path" | "operation" | "errors"> & {
+  undocumented?: boolean;
+};
 
 /**
  * The OpenAPI 3.1 document of a service, generated from its endpoint definitions: each
  * operation's own parameters, body and success answers, and every refusal of its error table
- * grouped by status, with the machine codes it may carry and an example of each.
+ * grouped by status, with the machine codes it may carry and an example of each. A status both
+ * the error table and the operation document answers either; the operation's own answer
+ * replaces what is only implied (an endpoint that renders every refusal in its own format).
  */
 export function buildOpenApiDocument(
-  endpoints: readonly Endpoint[],
+  endpoints: readonly DocumentedRoute[],
   document: Omit<ZodOpenApiObject, "openapi" | "paths">,
 ): Record<string, unknown> {
   const paths: ZodOpenApiPathsObject = {};
   for (const endpoint of endpoints) {
     if (endpoint.undocumented) continue;
-    const errors = [...(endpoint.errors ?? []), ...IMPLIED];
-    const responses = { ...errorResponses(errors), ...endpoint.operation.responses };
+    const own = endpoint.errors ?? [];
+    const implied = [...IMPLIED];
+    // The router answers 404 for a path segment it cannot percent-decode, before the handler.
+    if (endpoint.path.includes("{")) implied.push(COMMON_ERRORS.not_found);
+    const responses: Record<string, unknown> = errorResponses([...own, ...implied]);
+    const ownStatuses = new Set(own.map((error) => String(error.status)));
+    for (const [status, response] of Object.entries(endpoint.operation.responses ?? {})) {
+      const refusal = responses[status] as ZodOpenApiResponseObject | undefined;
+      responses[status] =
+        refusal && ownStatuses.has(status)
+          ? eitherOf(refusal, response as ZodOpenApiResponseObject)
+          : response;
+    }
     paths[endpoint.path] ??= {};
     (paths[endpoint.path] as Record<string, unknown>)[endpoint.method.toLowerCase()] = {
       ...endpoint.operation,
@@ -74,6 +111,7 @@ function errorResponses(errors: readonly ErrorDef[]): Record<string, ZodOpenApiR
     const schema = z.object({
       error: z.string().meta({ description: "What went wrong, for people" }),
       code: z.enum(codes).meta({ description: "What went wrong, for programs: stable" }),
+      ...(status === 400 ? { details: ValidationDetails.optional() } : {}),
       ...(status === 500
         ? { requestId: z.string().meta({ description: "Names the failure in the logs" }) }
         : {}),
@@ -101,4 +139,30 @@ function errorResponses(errors: readonly ErrorDef[]): Record<string, ZodOpenApiR
     };
   }
   return responses;
+}
+
+/**
+ * A status answered two ways: one of the error table's refusals, or the operation's own answer
+ * (a protocol's error format, say). Each media type's schema is either one; descriptions and
+ * headers of both are kept.
+ */
+function eitherOf(
+  refusal: ZodOpenApiResponseObject,
+  own: ZodOpenApiResponseObject,
+): ZodOpenApiResponseObject {
+  const content: NonNullable<ZodOpenApiResponseObject["content"]> = { ...refusal.content };
+  for (const [type, media] of Object.entries(own.content ?? {})) {
+    if (!media) continue;
+    const table = content[type]?.schema;
+    content[type] =
+      table instanceof z.ZodType && media.schema instanceof z.ZodType
+        ? { ...media, schema: z.union([table, media.schema]) }
+        : media;
+  }
+  return {
+    ...own,
+    description: `${own.description} | ${refusal.description}`,
+    headers: { ...refusal.headers, ...own.headers },
+    content,
+  };
 }

@@ -18,7 +18,6 @@ import {
 import { getRequestListener } from "@hono/node-server";
 import { type Context, Hono } from "hono";
 import { matchedRoutes } from "hono/route";
-import { sql } from "kysely";
 import type { Logger } from "pino";
 import type { RateLimitSettings } from "../config.ts";
 import type { IdentityContext } from "../context.ts";
@@ -35,12 +34,12 @@ import { createRateLimiter, type RateLimitStore } from "../infra/rate-limit.ts";
 import { deviceEndpoints } from "./api/device.ts";
 import { directoryEndpoint } from "./api/directory.ts";
 import { healthEndpoints } from "./api/health.ts";
-import { oauthEndpoints } from "./api/oauth.ts";
+import { oauthEndpoints } from "./api/oauth/index.ts";
 import { sessionTokensEndpoint } from "./api/session-tokens.ts";
 import { verifyEndpoint } from "./api/verify.ts";
 import { accountPages } from "./pages/account.ts";
 import { connectedAppRoutes } from "./pages/connected-apps.ts";
-import { consentPages } from "./pages/consent.ts";
+import { AUTHORIZE_PAGE, consentPages } from "./pages/consent.ts";
 import { deviceRoutes } from "./pages/device.ts";
 import { directoryRoutes } from "./pages/directory.ts";
 import { partnerPages } from "./pages/partners.ts";
@@ -138,9 +137,12 @@ export function createApp(options: AppOptions): {
         registrationsPerIp: limiter("clientRegistrationsPerIp"),
       },
     ),
-    ...healthEndpoints(() => sql`SELECT 1`.execute(ctx.store.db)),
+    ...healthEndpoints(() => ctx.store.ping()),
   ];
-  const endpoints = [...api, ...apiDocsEndpoints(api, apiDescription(publicUrl))];
+  const endpoints = [
+    ...api,
+    ...apiDocsEndpoints([...api, AUTHORIZE_PAGE], apiDescription(publicUrl)),
+  ];
 
   app.route("/", directoryRoutes(ctx, guard));
   app.route(

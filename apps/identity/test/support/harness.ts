@@ -37,6 +37,8 @@ export async function openTestIdentity(
     ctx,
     service,
     database,
+    /** The service's query builder, for tests that seed or read tables directly. */
+    db: service.database.db,
     /** Environment that points another process (the admin CLI) at the same database. */
     env: { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? "" },
     advance(ms: number) {

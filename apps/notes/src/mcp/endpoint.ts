@@ -1,6 +1,14 @@
-import { type Answer, defineEndpoint, type Endpoint, HttpError } from "@agentpass/http";
+import {
+  type Answer,
+  COMMON_ERRORS,
+  type DocumentedRoute,
+  defineEndpoint,
+  type Endpoint,
+  HttpError,
+} from "@agentpass/http";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Logger } from "pino";
+import { z } from "zod";
 import type { NotesContext } from "../context.ts";
 import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import { depthOf, MAX_JSON_DEPTH } from "../request.ts";
@@ -10,6 +18,41 @@ import { createNotesMcpServer } from "./server.ts";
 export const MCP_PATH = "/mcp";
 
 const ORIGIN_REFUSED = new HttpError(ERRORS.origin_not_allowed);
+/** The security of `/mcp`: an OAuth access token from AgentPass bound to it (app.ts declares it). */
+export const MCP_SECURITY: Record<string, string[]>[] = [{ boundToken: [] }];
+
+// JSON-RPC 2.0 as MCP carries it: the document names the envelope, the MCP specification the rest.
+const JsonRpcId = z.union([z.string(), z.number(), z.null()]);
+const JsonRpcMessage = z
+  .looseObject({
+    jsonrpc: z.literal("2.0"),
+    id: JsonRpcId.optional(),
+    method: z.string().optional(),
+    params: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: "JsonRpcMessage", description: "A JSON-RPC 2.0 request or notification of MCP" });
+const JsonRpcError = z
+  .looseObject({
+    jsonrpc: z.literal("2.0"),
+    id: JsonRpcId,
+    error: z.looseObject({
+      code: z.number().int(),
+      message: z.string(),
+      data: z.unknown().optional(),
+    }),
+  })
+  .meta({ id: "JsonRpcError", description: "A JSON-RPC 2.0 error" });
+const JsonRpcResponse = z
+  .union([
+    z.looseObject({ jsonrpc: z.literal("2.0"), id: JsonRpcId, result: z.unknown() }),
+    JsonRpcError,
+  ])
+  .meta({ id: "JsonRpcResponse", description: "A JSON-RPC 2.0 result or error" });
+const jsonRpc = (description: string, schema: z.ZodType) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
 // The request headers the transport reads; the rest (the token among them) stay out of its reach.
 const TRANSPORT_HEADERS = ["accept", "content-type", "mcp-protocol-version"];
 
@@ -18,7 +61,7 @@ const TRANSPORT_HEADERS = ["accept", "content-type", "mcp-protocol-version"];
  * every endpoint (so it gets the same access log, request ids, body limit and error answers).
  * Stateless: each request authenticates, gets a server and transport of its own, and is
  * answered with JSON, never a stream; GET and DELETE (a session's stream, a session's end) are
- * the router's 405, as the specification allows a server without sessions.
+ * the router's 405, as the specification allows a server without sessions (`MCP_UNSERVED`).
  */
 export function mcpEndpoint(
   ctx: NotesContext,
@@ -29,14 +72,40 @@ export function mcpEndpoint(
   return defineEndpoint({
     method: "POST",
     path: MCP_PATH,
-    // MCP is JSON-RPC, which an OpenAPI document cannot describe; the index lists it.
-    undocumented: true,
+    // The document describes the HTTP exchange and JSON-RPC's envelope; the MCP specification
+    // (tools/list, resources/list) describes the methods.
     operation: {
+      operationId: "mcpMessage",
       summary: "MCP server (Streamable HTTP): the notes and tags tools, notes as resources",
-      security: [{ boundToken: [] }],
-      responses: {},
+      description:
+        "One JSON-RPC message (or a batch) per request, answered with JSON, never a stream; no sessions. Send `Accept: application/json, text/event-stream`. A 401's `WWW-Authenticate` names the protected resource metadata (RFC 9728) that says where AgentPass issues tokens for this resource.",
+      security: MCP_SECURITY,
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": { schema: z.union([JsonRpcMessage, z.array(JsonRpcMessage)]) },
+        },
+      },
+      responses: {
+        "200": jsonRpc(
+          "The answer to a request (an array for a batch)",
+          z.union([JsonRpcResponse, z.array(JsonRpcResponse)]),
+        ),
+        "202": { description: "Notifications or responses only: accepted, nothing to answer" },
+        "400": jsonRpc("Not JSON, or not a JSON-RPC message MCP takes", JsonRpcError),
+        "406": jsonRpc(
+          "Accept does not take both application/json and text/event-stream",
+          JsonRpcError,
+        ),
+        "415": jsonRpc("Content-Type is not application/json", JsonRpcError),
+      },
     },
-    errors: [ERRORS.origin_not_allowed, ERRORS.session_token_unbound, ...AUTH_ERRORS],
+    errors: [
+      ERRORS.origin_not_allowed,
+      ERRORS.session_token_unbound,
+      ERRORS.body_too_large,
+      ...AUTH_ERRORS,
+    ],
     async handle(request) {
       // DNS rebinding: a page of another origin that resolves our name to this host must not
       // reach it. Agents send no Origin; a browser page of our own public origin may.
@@ -92,3 +161,18 @@ async function answerOf(response: Response): Promise<Answer> {
 function jsonRpcError(status: number, code: number, message: string): Answer {
   return { status, body: { jsonrpc: "2.0", error: { code, message }, id: null } };
 }
+
+/**
+ * GET and DELETE of `/mcp`, which the specification lets a server without streams or sessions
+ * refuse with 405: the router's answer for a method the path does not take, documented so a
+ * client reads it as "no stream here" rather than as a fault.
+ */
+export const MCP_UNSERVED: DocumentedRoute[] = [
+  { method: "GET", operationId: "mcpStream", summary: "No server-to-client stream: always 405" },
+  { method: "DELETE", operationId: "mcpEndSession", summary: "No sessions to end: always 405" },
+].map(({ method, operationId, summary }) => ({
+  method: method as "GET" | "DELETE",
+  path: MCP_PATH,
+  operation: { operationId, summary, security: [], responses: {} },
+  errors: [COMMON_ERRORS.method_not_allowed],
+}));

@@ -61,7 +61,8 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
           description: "The token is valid",
           headers: {
             [TOKEN_EXPIRES_HEADER]: {
-              description: "When the token expires (ISO 8601); a partner may cache until then",
+              description:
+                "When the token expires (ISO 8601). A partner that caches a success keeps it at most 5 s and never past this time, so a revocation holds within 5 s",
               schema: { type: "string", format: "date-time" },
             },
           },

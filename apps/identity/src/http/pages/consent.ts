@@ -1,4 +1,6 @@
+import type { DocumentedRoute } from "@agentpass/http";
 import { type Context, Hono } from "hono";
+import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
 import {
   type AuthorizationCheck,
@@ -125,6 +127,59 @@ export function consentPages(
       }),
     );
 }
+
+/**
+ * The OAuth authorization endpoint (RFC 6749 section 3.1) is this page, served by the pages'
+ * router, not the API router; OAuth clients send people to it, so the API's document names it
+ * and its answers (`GET` only: the form's `POST` is the page's own).
+ */
+export const AUTHORIZE_PAGE: DocumentedRoute = {
+  method: "GET",
+  path: "/oauth/authorize",
+  operation: {
+    operationId: "authorize",
+    summary: "OAuth authorization endpoint: the consent page a person's browser is sent to",
+    description:
+      "Authorization code with PKCE (S256) only. A browser without a signed-in session is sent to sign in first, then back here.",
+    security: [],
+    requestParams: {
+      query: z.object({
+        response_type: z.literal("code").optional(),
+        client_id: z
+          .string()
+          .optional()
+          .meta({ description: "A registered client id or a client metadata document URL" }),
+        redirect_uri: z.string().optional(),
+        code_challenge: z.string().optional(),
+        code_challenge_method: z.literal("S256").optional(),
+        state: z.string().optional(),
+        resource: z
+          .string()
+          .optional()
+          .meta({ description: "The partner's resource the token is for (RFC 8707)" }),
+        scope: z.string().optional(),
+      }),
+    },
+    responses: {
+      "200": {
+        description: "The consent page",
+        content: { "text/html": { schema: { type: "string" } } },
+      },
+      "303": {
+        description:
+          "To sign in first (/sign-in?next=…), or back to the client's redirect_uri with an error, state and iss (RFC 9207)",
+        headers: {
+          Location: { description: "Where the browser goes next", schema: { type: "string" } },
+        },
+      },
+      "400": {
+        description:
+          "A request that cannot be answered at its redirect_uri (unknown client, unregistered redirect_uri), shown to the person",
+        content: { "text/html": { schema: { type: "string" } } },
+      },
+    },
+  },
+};
 
 /**
  * Where the consent's answer goes: an origin (a web client, a native app's loopback server), or a

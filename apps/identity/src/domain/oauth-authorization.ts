@@ -1,0 +1,230 @@
+import { createHash } from "node:crypto";
+import type { Needs } from "../context.ts";
+import { randomSecret, sha256 } from "../infra/crypto.ts";
+import { createGrant } from "./grants.ts";
+import {
+  CLIENT_LOOKUP_DESCRIPTIONS,
+  type ClientDeps,
+  isVouchedClientId,
+  lookUpClient,
+  type OAuthClient,
+} from "./oauth-clients.ts";
+import { partnerOfResource } from "./oauth-resources.ts";
+import { redirectUriMatches } from "./redirect-uris.ts";
+import { sealFor } from "./session-tokens.ts";
+
+/**
+ * The authorization code flow (RFC 6749 section 4.1, PKCE required by RFC 7636): a request's
+ * parameters checked, the code a person's consent gives the client, and its redemption into a
+ * grant (`grants.ts`) whose session token is the access token.
+ */
+
+/** How long an authorization code lives (RFC 6749 section 4.1.2: at most 10 minutes). */
+export const CODE_LIFETIME_MS = 60_000;
+
+type OAuthContext = Needs<"store" | "oauth" | "clock" | "sealingKeys" | "sessionTokenTtlMs">;
+
+export type AuthorizationRequest = {
+  client: OAuthClient;
+  redirectUri: string;
+  state: string | undefined;
+  codeChallenge: string;
+  /** The partner the tokens will be bound to, and the resource URL that named it. */
+  resource: { url: string; partnerId: string; partnerName: string } | null;
+  scope: string | undefined;
+};
+
+export type AuthorizationCheck =
+  /** Nothing may be redirected: the client or its redirect URI is unknown (section 4.1.2.1). */
+  | { ok: false; redirect: false; description: string }
+  /** An error the client learns at its redirect URI. */
+  | {
+      ok: false;
+      redirect: true;
+      redirectUri: string;
+      state: string | undefined;
+      error: "invalid_request" | "unsupported_response_type" | "invalid_target";
+      description: string;
+    }
+  | { ok: true; request: AuthorizationRequest };
+
+/** Checks an authorization request's parameters, in the order RFC 6749 section 4.1.2.1 asks. */
+export async function checkAuthorizationRequest(
+  ctx: Needs<"oauth" | "store">,
+  deps: ClientDeps,
+  params: URLSearchParams,
+  /** The client address of the request: a metadata document fetched for it is counted there. */
+  requester: string,
+): Promise<AuthorizationCheck> {
+  const single = (name: string) => {
+    const values = params.getAll(name);
+    return values.length === 1 ? values[0] : values.length === 0 ? undefined : null;
+  };
+  const clientId = single("client_id");
+  const found = clientId
+    ? await lookUpClient(ctx, deps, clientId, requester)
+    : ({ ok: false, code: "unknown_client" } as const);
+  if (!found.ok) {
+    return { ok: false, redirect: false, description: CLIENT_LOOKUP_DESCRIPTIONS[found.code] };
+  }
+  const { client } = found;
+  const redirectUri = single("redirect_uri");
+  if (!redirectUri || !redirectUriMatches(client.redirectUris, redirectUri)) {
+    return {
+      ok: false,
+      redirect: false,
+      description: "The redirect_uri is not one the client registered",
+    };
+  }
+  const state = single("state") ?? undefined;
+  const refuse = (
+    error: "invalid_request" | "unsupported_response_type" | "invalid_target",
+    description: string,
+  ) => ({ ok: false, redirect: true, redirectUri, state, error, description }) as const;
+  if (single("state") === null) return refuse("invalid_request", "state is repeated");
+  const responseType = single("response_type");
+  if (responseType !== "code") {
+    return refuse("unsupported_response_type", 'Only response_type "code" is supported');
+  }
+  const challenge = single("code_challenge");
+  if (single("code_challenge_method") !== "S256" || !challenge || !PKCE_CHALLENGE.test(challenge)) {
+    return refuse("invalid_request", "PKCE is required: code_challenge with method S256");
+  }
+  const resources = params.getAll("resource");
+  if (resources.length > 1) return refuse("invalid_target", "One resource at a time");
+  let resource: AuthorizationRequest["resource"] = null;
+  if (resources.length === 1) {
+    const url = resources[0] as string;
+    const partnerId = await partnerOfResource(ctx, url);
+    const partner = partnerId ? await ctx.store.findPartner(partnerId) : undefined;
+    if (!partner) return refuse("invalid_target", "Unknown resource");
+    resource = { url, partnerId: partner.id, partnerName: partner.name };
+  }
+  const scope = single("scope");
+  if (scope === null) return refuse("invalid_request", "scope is repeated");
+  return {
+    ok: true,
+    request: { client, redirectUri, state, codeChallenge: challenge, resource, scope },
+  };
+}
+
+/** The code a person's consent gives the client, stored only as its hash. */
+export async function issueAuthorizationCode(
+  ctx: Needs<"oauth" | "clock">,
+  request: AuthorizationRequest,
+  accountId: string,
+): Promise<string> {
+  const code = randomSecret();
+  // A registered client is kept once a code was issued to it; unused ones are purged.
+  if (request.client.kind === "registered") {
+    await ctx.oauth.markClientUsed(request.client.clientId, ctx.clock());
+  }
+  await ctx.oauth.insertCode({
+    code_hash: sha256(code),
+    client_id: request.client.clientId,
+    account_id: accountId,
+    redirect_uri: request.redirectUri,
+    code_challenge: request.codeChallenge,
+    partner_id: request.resource?.partnerId ?? null,
+    scope: request.scope ?? null,
+    expires_at: ctx.clock() + CODE_LIFETIME_MS,
+    used_at: null,
+    key_id: null,
+    client_name: request.client.clientName,
+  });
+  return code;
+}
+
+export type TokenError =
+  | "invalid_request"
+  | "invalid_client"
+  | "invalid_grant"
+  | "invalid_target"
+  | "unsupported_grant_type"
+  | "authorization_pending"
+  | "slow_down"
+  | "access_denied"
+  | "expired_token";
+
+/** A token response (RFC 6749 section 5.1), or an error (section 5.2) with a description. */
+export type TokenResult =
+  | {
+      ok: true;
+      accessToken: string;
+      expiresIn: number;
+      refreshToken?: string;
+    }
+  | { ok: false; error: TokenError; description: string };
+
+/** RFC 6749 section 4.1.3 with PKCE (RFC 7636): a code and its verifier make a grant. */
+export async function redeemAuthorizationCode(
+  ctx: OAuthContext,
+  fields: {
+    code: string;
+    redirectUri: string;
+    clientId: string;
+    verifier: string;
+    resource?: string;
+    /** Where the token request came from: shown to the person with the grant. */
+    clientAddress: string;
+  },
+): Promise<TokenResult> {
+  const now = ctx.clock();
+  const codeHash = sha256(fields.code);
+  const { code, replayed } = await ctx.oauth.takeCode(codeHash, now);
+  if (!code) {
+    if (replayed) {
+      // A code used twice was stolen or replayed: the grant it made ends (section 4.1.2).
+      const grantId = await ctx.oauth.keyOfCode(codeHash);
+      if (grantId) await ctx.store.revokeKey("user_keys", grantId, now);
+    }
+    return invalidGrant("Unknown, expired or already used code");
+  }
+  if (code.expires_at <= now) return invalidGrant("Unknown, expired or already used code");
+  if (code.client_id !== fields.clientId) {
+    return invalidGrant("The code was issued to another client");
+  }
+  if (code.redirect_uri !== fields.redirectUri) {
+    return invalidGrant("redirect_uri differs from the authorization request's");
+  }
+  if (!PKCE_VERIFIER.test(fields.verifier) || s256(fields.verifier) !== code.code_challenge) {
+    return invalidGrant("code_verifier does not match the code_challenge");
+  }
+  if (fields.resource !== undefined) {
+    const partnerId = await partnerOfResource(ctx, fields.resource);
+    if (!partnerId || partnerId !== code.partner_id) {
+      return { ok: false, error: "invalid_target", description: "resource was not authorized" };
+    }
+  }
+  const grant = await createGrant(ctx, {
+    accountId: code.account_id,
+    client: {
+      id: code.client_id,
+      name: code.client_name ?? code.client_id,
+      verified: isVouchedClientId(code.client_id),
+    },
+    audience: code.partner_id,
+    createdFrom: fields.clientAddress,
+    rotating: true,
+  });
+  await ctx.oauth.linkCodeToKey(codeHash, grant.id);
+  const sealed = sealFor(ctx, { id: grant.id, ownerId: code.account_id }, code.partner_id);
+  return {
+    ok: true,
+    accessToken: sealed.sessionToken,
+    expiresIn: Math.floor(ctx.sessionTokenTtlMs / 1000),
+    refreshToken: grant.refreshToken,
+  };
+}
+
+function invalidGrant(description: string): TokenResult {
+  return { ok: false, error: "invalid_grant", description };
+}
+
+function s256(verifier: string): string {
+  return createHash("sha256").update(verifier).digest("base64url");
+}
+
+/** RFC 7636 section 4.1: 43 to 128 unreserved characters; a challenge is 43 base64url. */
+const PKCE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;

@@ -1,0 +1,73 @@
+import { defineEndpoint } from "@agentpass/http";
+import { z } from "zod";
+import { DEVICE_CODE_GRANT } from "./token.ts";
+
+const Metadata = z
+  .object({
+    issuer: z.string(),
+    authorization_endpoint: z.string(),
+    token_endpoint: z.string(),
+    device_authorization_endpoint: z.string(),
+    introspection_endpoint: z.string(),
+    revocation_endpoint: z.string(),
+    registration_endpoint: z.string(),
+    response_types_supported: z.array(z.string()),
+    response_modes_supported: z.array(z.string()),
+    grant_types_supported: z.array(z.string()),
+    code_challenge_methods_supported: z.array(z.string()),
+    scopes_supported: z.array(z.string()),
+    token_endpoint_auth_methods_supported: z.array(z.string()),
+    revocation_endpoint_auth_methods_supported: z.array(z.string()),
+    introspection_endpoint_auth_methods_supported: z.array(z.string()),
+    client_id_metadata_document_supported: z.boolean(),
+    authorization_response_iss_parameter_supported: z.boolean(),
+    service_documentation: z.string(),
+  })
+  .meta({ id: "AuthorizationServerMetadata" });
+
+/** RFC 8414: everything a stock client needs, from the issuer URL alone. */
+export function metadataEndpoint(issuer: string) {
+  const metadata: z.infer<typeof Metadata> = {
+    issuer,
+    authorization_endpoint: `${issuer}/oauth/authorize`,
+    token_endpoint: `${issuer}/oauth/token`,
+    device_authorization_endpoint: `${issuer}/oauth/device_authorization`,
+    introspection_endpoint: `${issuer}/oauth/introspect`,
+    revocation_endpoint: `${issuer}/oauth/revoke`,
+    registration_endpoint: `${issuer}/oauth/register`,
+    response_types_supported: ["code"],
+    response_modes_supported: ["query"],
+    grant_types_supported: ["authorization_code", "refresh_token", DEVICE_CODE_GRANT],
+    code_challenge_methods_supported: ["S256"],
+    // No scopes: a grant lets its client act as the person, toward one partner or any.
+    scopes_supported: [],
+    token_endpoint_auth_methods_supported: ["none"],
+    revocation_endpoint_auth_methods_supported: ["none"],
+    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "bearer"],
+    client_id_metadata_document_supported: true,
+    authorization_response_iss_parameter_supported: true,
+    service_documentation: `${issuer}/docs`,
+  };
+  return defineEndpoint({
+    method: "GET",
+    path: "/.well-known/oauth-authorization-server",
+    public: true,
+    operation: {
+      operationId: "oauthMetadata",
+      security: [],
+      summary: "OAuth 2.0 authorization server metadata (RFC 8414)",
+      tags: ["OAuth"],
+      responses: {
+        "200": {
+          description: "The metadata",
+          content: { "application/json": { schema: Metadata } },
+        },
+      },
+    },
+    handle: () => ({
+      status: 200,
+      body: metadata,
+      headers: { "Cache-Control": "public, max-age=300" },
+    }),
+  });
+}

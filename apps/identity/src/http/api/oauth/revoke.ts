@@ -1,0 +1,61 @@
+import { defineEndpoint } from "@agentpass/http";
+import { z } from "zod";
+import type { IdentityContext } from "../../../context.ts";
+import { revokeByRefreshToken } from "../../../domain/grants.ts";
+import type { RateLimiter } from "../../../infra/rate-limit.ts";
+import {
+  COMMON_REFUSALS,
+  formBody,
+  MAX_FORM_BYTES,
+  NO_STORE,
+  oauthError,
+  readForm,
+  refusal,
+  renderOAuthError,
+  TokenForm,
+  tooManyRequests,
+} from "./wire.ts";
+
+/** RFC 7009: any refresh token of a grant revokes the grant, every token of it, in one write. */
+export function revocationEndpoint(
+  ctx: IdentityContext,
+  limits: { revocationsPerIp: RateLimiter },
+) {
+  return defineEndpoint({
+    method: "POST",
+    path: "/oauth/revoke",
+    public: true,
+    maxBodyBytes: MAX_FORM_BYTES,
+    renderError: renderOAuthError,
+    operation: {
+      operationId: "oauthRevoke",
+      security: [],
+      summary: "Revoke a grant by any of its refresh tokens, and every token it made (RFC 7009)",
+      tags: ["OAuth"],
+      requestBody: formBody(TokenForm),
+      responses: {
+        "200": {
+          description:
+            "Revoked, or the token was not valid (RFC 7009 section 2.2); the body is empty",
+        },
+        "400": refusal("invalid_request, or unsupported_token_type for an access token"),
+        "429": refusal("temporarily_unavailable: too many revocations from this address"),
+        ...COMMON_REFUSALS,
+      },
+    },
+    async handle(request) {
+      const counted = await limits.revocationsPerIp.take(request.clientIp());
+      if (!counted.ok) return tooManyRequests(counted, "Too many revocations from this address");
+      const read = await readForm(request, TokenForm);
+      if (!read.ok) return read.answer;
+      const outcome = await revokeByRefreshToken(ctx, read.fields.token.slice(0, 1000));
+      if (outcome === "access_token") {
+        return oauthError(
+          "unsupported_token_type",
+          "Access tokens live 5 minutes and are not revoked one by one: revoke the refresh token",
+        );
+      }
+      return { status: 200, headers: NO_STORE };
+    },
+  });
+}

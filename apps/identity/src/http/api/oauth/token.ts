@@ -1,0 +1,205 @@
+import { type Answer, defineEndpoint } from "@agentpass/http";
+import { z } from "zod";
+import type { IdentityContext } from "../../../context.ts";
+import {
+  POLL_ERROR_DESCRIPTIONS,
+  pollDeviceLogin,
+  undoDevicePoll,
+} from "../../../domain/device-login.ts";
+import { refreshGrant } from "../../../domain/grants.ts";
+import {
+  type OAuthDeps,
+  partnerOfResource,
+  redeemAuthorizationCode,
+  resolveClient,
+  type TokenResult,
+} from "../../../domain/oauth.ts";
+import { sealFor } from "../../../domain/session-tokens.ts";
+import type { RateLimiter } from "../../../infra/rate-limit.ts";
+import {
+  COMMON_REFUSALS,
+  formBody,
+  MAX_FORM_BYTES,
+  NO_STORE,
+  oauthError,
+  readForm,
+  refusal,
+  renderOAuthError,
+  tooManyRequests,
+} from "./wire.ts";
+
+export const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
+
+const TokenRequest = z.object({
+  grant_type: z
+    .string()
+    .max(200)
+    .meta({
+      description: `authorization_code, refresh_token or ${DEVICE_CODE_GRANT}`,
+    }),
+  client_id: z.string().max(2000).optional(),
+  code: z.string().max(1000).optional(),
+  code_verifier: z.string().max(1000).optional(),
+  redirect_uri: z.string().max(2000).optional(),
+  refresh_token: z.string().max(1000).optional(),
+  device_code: z.string().max(1000).optional(),
+  resource: z.string().max(2000).optional(),
+});
+type TokenFields = z.infer<typeof TokenRequest>;
+
+const TokenResponse = z
+  .object({
+    access_token: z.string().meta({ description: "A session token (aps_…), 5 minutes" }),
+    token_type: z.literal("Bearer"),
+    expires_in: z.number().int(),
+    refresh_token: z.string().optional().meta({
+      description:
+        "A device login's user key (apu_…, kept as is), or a browser flow's refresh token (apr_…), replaced at each refresh",
+    }),
+  })
+  .meta({ id: "TokenResponse" });
+
+export interface TokenLimits {
+  /** Refreshes per grant, and per user key presented as a refresh token (the mint limit). */
+  perUserKey: RateLimiter;
+  /** Refreshes of rotating grants per account, all its grants together. */
+  refreshesPerAccount: RateLimiter;
+  /** Unknown keys and codes per client address. */
+  badKeysPerIp: RateLimiter;
+}
+
+/** RFC 6749 section 3.2: the device code, authorization code and refresh token grants. */
+export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: TokenLimits) {
+  const expiresIn = Math.floor(ctx.sessionTokenTtlMs / 1000);
+
+  function tokenAnswer(result: TokenResult, onWritten?: Answer["onWritten"]): Answer {
+    if (!result.ok) return oauthError(result.error, result.description);
+    return {
+      status: 200,
+      body: {
+        access_token: result.accessToken,
+        token_type: "Bearer",
+        expires_in: result.expiresIn,
+        ...(result.refreshToken && { refresh_token: result.refreshToken }),
+      },
+      headers: NO_STORE,
+      onWritten,
+    };
+  }
+
+  /** The partner a `resource` names, null when none was asked, undefined when it names none. */
+  async function audienceOf(fields: TokenFields): Promise<string | null | undefined> {
+    if (fields.resource === undefined) return null;
+    return partnerOfResource(ctx, fields.resource);
+  }
+
+  async function deviceGrant(fields: TokenFields, clientAddress: string): Promise<Answer> {
+    const { device_code: deviceCode, client_id: clientId } = fields;
+    if (!deviceCode || !clientId) {
+      return oauthError("invalid_request", "Send device_code and client_id");
+    }
+    if (!(await resolveClient(ctx, deps, clientId, clientAddress))) {
+      return oauthError("invalid_client", "Unknown client");
+    }
+    const audience = await audienceOf(fields);
+    if (audience === undefined) return oauthError("invalid_target", "Unknown resource");
+    const code = deviceCode.slice(0, 100);
+    const polled = await pollDeviceLogin(ctx, code, clientId);
+    if (!polled.ok) return oauthError(polled.error, POLL_ERROR_DESCRIPTIONS[polled.error]);
+    const given = { keyId: polled.keyId, accountId: polled.accountId };
+    const sealed = sealFor(ctx, { id: polled.keyId, ownerId: polled.accountId }, audience);
+    return tokenAnswer(
+      { ok: true, accessToken: sealed.sessionToken, expiresIn, refreshToken: polled.userKey },
+      // Spent only when the answer reached the device: else the grant is taken back.
+      (written) => {
+        if (!written) void undoDevicePoll(ctx, code, given).catch(() => {});
+      },
+    );
+  }
+
+  async function refreshTokenGrant(fields: TokenFields, clientAddress: string): Promise<Answer> {
+    const refreshToken = fields.refresh_token;
+    if (!refreshToken) return oauthError("invalid_request", "Send refresh_token");
+    const audience = await audienceOf(fields);
+    if (audience === undefined) {
+      return oauthError("invalid_target", "Unknown or unauthorized resource");
+    }
+    const result = await refreshGrant(
+      ctx,
+      { refreshToken, clientId: fields.client_id, audience },
+      { perGrant: limits.perUserKey, perAccount: limits.refreshesPerAccount },
+    );
+    if (result.ok) return tokenAnswer(result);
+    if (result.error === "rate_limited") {
+      return tooManyRequests(result.limit, "Too many refreshes for this grant or account");
+    }
+    if (result.error === "invalid_grant") {
+      const counted = await limits.badKeysPerIp.take(clientAddress);
+      if (!counted.ok) return tooManyRequests(counted, "Too many unknown tokens from this address");
+    }
+    const error = result.error === "invalid_target" ? "invalid_target" : "invalid_grant";
+    return oauthError(error, result.description);
+  }
+
+  async function authorizationCodeGrant(
+    fields: TokenFields,
+    clientAddress: string,
+  ): Promise<Answer> {
+    const { code, redirect_uri: redirectUri, client_id: clientId, code_verifier } = fields;
+    if (!code || !redirectUri || !clientId || !code_verifier) {
+      return oauthError("invalid_request", "Send code, redirect_uri, client_id and code_verifier");
+    }
+    return tokenAnswer(
+      await redeemAuthorizationCode(ctx, {
+        code,
+        redirectUri,
+        clientId,
+        verifier: code_verifier,
+        resource: fields.resource,
+        clientAddress,
+      }),
+    );
+  }
+
+  return defineEndpoint({
+    method: "POST",
+    path: "/oauth/token",
+    public: true,
+    maxBodyBytes: MAX_FORM_BYTES,
+    renderError: renderOAuthError,
+    operation: {
+      operationId: "oauthToken",
+      security: [],
+      summary: "Token endpoint: device code, authorization code (PKCE), refresh token",
+      tags: ["OAuth"],
+      requestBody: formBody(TokenRequest),
+      responses: {
+        "200": {
+          description: "Tokens (RFC 6749 section 5.1)",
+          content: { "application/json": { schema: TokenResponse } },
+        },
+        "400": refusal("RFC 6749 section 5.2 or RFC 8628 section 3.5"),
+        "401": refusal("invalid_client"),
+        "429": refusal(
+          "temporarily_unavailable: too many refreshes or unknown tokens; Retry-After",
+        ),
+        ...COMMON_REFUSALS,
+      },
+    },
+    async handle(request) {
+      const read = await readForm(request, TokenRequest);
+      if (!read.ok) return read.answer;
+      const { fields } = read;
+      switch (fields.grant_type) {
+        case DEVICE_CODE_GRANT:
+          return deviceGrant(fields, request.clientIp());
+        case "refresh_token":
+          return refreshTokenGrant(fields, request.clientIp());
+        case "authorization_code":
+          return authorizationCodeGrant(fields, request.clientIp());
+        default:
+          return oauthError("unsupported_grant_type", "Unsupported grant_type");
+      }
+    },
+  });
+}
