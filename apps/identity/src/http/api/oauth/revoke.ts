@@ -1,5 +1,4 @@
 import { defineEndpoint } from "@agentpass/http";
-import { z } from "zod";
 import type { IdentityContext } from "../../../context.ts";
 import { revokeByRefreshToken } from "../../../domain/grants.ts";
 import type { RateLimiter } from "../../../infra/rate-limit.ts";
