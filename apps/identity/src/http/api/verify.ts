@@ -87,8 +87,10 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
       if (bearer.kind === "empty") return REFUSALS.missingPartnerKey;
       const body = await request.readJson();
       if (!body.ok) return REFUSALS.invalidJsonBody;
-      const sessionToken = sessionTokenOf(body.value);
-      if (sessionToken === undefined) return REFUSALS.invalidSessionTokenField;
+      // The schema that documents the body is the one that checks it.
+      const parsed = VerifyRequest.safeParse(body.value);
+      if (!parsed.success) return REFUSALS.invalidSessionTokenField;
+      const { sessionToken } = parsed.data;
 
       const result = await verifySessionToken(ctx, bearer.value, sessionToken);
       if (result.ok) {
@@ -108,12 +110,4 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
       return limited.ok ? REFUSALS[result.code] : tooManyRequests(limited);
     },
   });
-}
-
-/** What `VerifyRequest` accepts (a JSON object with a non-empty string `sessionToken`), without
- * a schema walk on the hot path. */
-function sessionTokenOf(value: unknown): string | undefined {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
-  const token = (value as { sessionToken?: unknown }).sessionToken;
-  return typeof token === "string" && token !== "" ? token : undefined;
 }
