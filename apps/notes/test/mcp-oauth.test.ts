@@ -1,89 +1,23 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { freePort, testEngines } from "@agentpass/db/testing";
-import { type RunningServer, startServer } from "@agentpass/http";
-import {
-  type OAuthClientProvider,
-  UnauthorizedError,
-} from "@modelcontextprotocol/sdk/client/auth.js";
+import { testEngines } from "@agentpass/db/testing";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from "@modelcontextprotocol/sdk/shared/auth.js";
 import { chromium } from "playwright-core";
-import { openTestNotes, type TestNotes } from "./support/harness.ts";
-
-const CALLBACK = "http://127.0.0.1:9/mcp-callback";
-
-/** The SDK's OAuth client state, kept in memory as an agent would keep it on disk. */
-class MemoryProvider implements OAuthClientProvider {
-  client: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = "";
-  authorizationUrl: URL | undefined;
-  get redirectUrl() {
-    return CALLBACK;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: "MCP test agent",
-      redirect_uris: [CALLBACK],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    };
-  }
-  clientInformation() {
-    return this.client;
-  }
-  saveClientInformation(information: OAuthClientInformationMixed) {
-    this.client = information;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
+import type { TestNotes } from "./support/harness.ts";
+import { MemoryProvider, openNotesForMcpClients } from "./support/mcp-oauth.ts";
 
 for (const engine of testEngines()) {
   describe(`an MCP client with OAuth, from the notes /mcp URL alone (${engine})`, () => {
     let notes: TestNotes;
-    let server: RunningServer;
     let notesUrl: string;
+    let close: () => Promise<void>;
 
     before(async () => {
-      const [identityPort, notesPort] = [await freePort(), await freePort()];
-      notesUrl = `http://127.0.0.1:${notesPort}`;
-      notes = await openTestNotes(
-        engine,
-        { PUBLIC_URL: `http://127.0.0.1:${identityPort}` },
-        { PUBLIC_URL: notesUrl },
-      );
-      server = await startServer(
-        { listener: notes.service.listener, close: async () => {} },
-        { port: notesPort, host: "127.0.0.1" },
-      );
-      // The notes partner answers for its MCP endpoint's URL (RFC 8707).
-      await notes.identity.addPartnerResource(notes.partner.id, `${notesUrl}/mcp`);
+      ({ notes, notesUrl, close } = await openNotesForMcpClients(engine));
     });
-    after(async () => {
-      await server.close();
-      await notes.close();
-    });
+    after(() => close());
 
     /** The person approves in Chromium; answers the code the client's callback received. */
     async function consentInChromium(authorizationUrl: URL, email: string): Promise<URL> {
@@ -123,7 +57,7 @@ for (const engine of testEngines()) {
       const email = `mcp-${crypto.randomUUID()}@example.com`;
       await notes.identity.createAccount(email);
       await notes.store.addUser(email, notes.now());
-      const provider = new MemoryProvider();
+      const provider = new MemoryProvider("MCP test agent");
       const mcpUrl = new URL(`${notesUrl}/mcp`);
 
       // First contact: 401 with resource metadata; the SDK discovers both documents, registers

@@ -1,75 +1,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { freePort, testEngines } from "@agentpass/db/testing";
-import { type RunningServer, startServer } from "@agentpass/http";
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { testEngines } from "@agentpass/db/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { openTestNotes, type TestNotes } from "./support/harness.ts";
+import type { TestNotes } from "./support/harness.ts";
+import { MemoryProvider, openNotesForMcpClients } from "./support/mcp-oauth.ts";
 
 // Issue 43: the official SDK refreshes once per concurrent 401, so an agent calling tools in
 // parallel when its access token expires presents the same refresh token several times at
 // once. That is not theft, and must not cost the person their grant.
-
-const CALLBACK = "http://127.0.0.1:9/mcp-callback";
-
-/**
- * The SDK's OAuth client state in memory, as an agent keeps it on disk: every `saveTokens` is
- * kept, and on `invalid_grant` the SDK's `invalidateCredentials("tokens")` forgets the tokens,
- * as a standard client does (that is the lost login of the issue).
- */
-class MemoryProvider implements OAuthClientProvider {
-  client: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  readonly saves: OAuthTokens[] = [];
-  readonly invalidations: string[] = [];
-  verifier = "";
-  authorizationUrl: URL | undefined;
-  get redirectUrl() {
-    return CALLBACK;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: "Parallel agent",
-      redirect_uris: [CALLBACK],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    };
-  }
-  clientInformation() {
-    return this.client;
-  }
-  saveClientInformation(information: OAuthClientInformationMixed) {
-    this.client = information;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-    this.saves.push(tokens);
-  }
-  invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery") {
-    this.invalidations.push(scope);
-    if (scope === "all" || scope === "tokens") this.saved = undefined;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
 
 /** A refresh the token endpoint was asked for, and its answer. */
 interface RefreshSeen {
@@ -117,27 +57,13 @@ function fetchNotingRefreshes(tokenUrl: string, seen: RefreshSeen[]): FetchLike 
 for (const engine of testEngines()) {
   describe(`an MCP client whose access token expires while it calls tools in parallel (${engine})`, () => {
     let notes: TestNotes;
-    let server: RunningServer;
     let notesUrl: string;
+    let close: () => Promise<void>;
 
     before(async () => {
-      const [identityPort, notesPort] = [await freePort(), await freePort()];
-      notesUrl = `http://127.0.0.1:${notesPort}`;
-      notes = await openTestNotes(
-        engine,
-        { PUBLIC_URL: `http://127.0.0.1:${identityPort}` },
-        { PUBLIC_URL: notesUrl },
-      );
-      server = await startServer(
-        { listener: notes.service.listener, close: async () => {} },
-        { port: notesPort, host: "127.0.0.1" },
-      );
-      await notes.identity.addPartnerResource(notes.partner.id, `${notesUrl}/mcp`);
+      ({ notes, notesUrl, close } = await openNotesForMcpClients(engine));
     });
-    after(async () => {
-      await server.close();
-      await notes.close();
-    });
+    after(() => close());
 
     /**
      * The person, signed in, approves on the consent page with plain HTTP (a browser's cookies
@@ -177,7 +103,7 @@ for (const engine of testEngines()) {
       await notes.store.addUser(email, notes.now());
       const mcpUrl = new URL(`${notesUrl}/mcp`);
       const tokenUrl = `${notes.identity.url}/oauth/token`;
-      const provider = new MemoryProvider();
+      const provider = new MemoryProvider("Parallel agent");
       const refreshes: RefreshSeen[] = [];
       const transportOptions = {
         authProvider: provider,
