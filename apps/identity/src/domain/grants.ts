@@ -3,6 +3,7 @@ import type { Needs } from "../context.ts";
 import { keyedHash, randomSecret, sameHash, sha256 } from "../infra/crypto.ts";
 import type { RateLimiter, RateLimitResult } from "../infra/rate-limit.ts";
 import type { ConnectedApp, GrantRecord } from "../store/oauth-store.ts";
+import { isId } from "./ids.ts";
 import { displayPrefixOf, generateKey, hashKey, isWellFormedKey } from "./keys.ts";
 import { sealFor } from "./session-tokens.ts";
 
@@ -240,7 +241,7 @@ export async function revokeConnectedApp(
   accountId: string,
   grantId: string,
 ): Promise<boolean> {
-  if (!UUID.test(grantId)) return false;
+  if (!isId(grantId)) return false;
   const grant = await ctx.oauth.findGrant(grantId);
   if (grant?.accountId !== accountId) return false;
   return ctx.store.revokeKey("user_keys", grant.id, ctx.clock());
@@ -302,7 +303,6 @@ async function findRefreshToken(
 
 const REFRESH_TOKEN =
   /^apr_([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{22})\.(0|[1-9][0-9]{0,8})\.([A-Za-z0-9_-]{43})$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function formatRefreshToken(
   grantId: string,
