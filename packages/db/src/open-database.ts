@@ -111,6 +111,13 @@ export interface OpenedDatabase<T> {
   pipeline?: Pipeline;
   /** PostgreSQL only: how the server hands out connections; prepared reads follow it. */
   poolMode?: PoolMode;
+  /**
+   * PostgreSQL in `session` mode only: a pool of `size` connections of its own whose every
+   * statement stops at `statementTimeoutMs`, set once when each connection opens, so a statement
+   * with a budget of its own is one round trip (no `BEGIN; SET LOCAL …; COMMIT`). Closed with the
+   * database. Behind a transaction pooler, which refuses settings sent at connect: undefined.
+   */
+  openBudgetedPool?(settings: { size: number; statementTimeoutMs: number }): pg.Pool | undefined;
   /** SQLite with `readerThreads` only: the threads that run long reads off the service's own. */
   readers?: ReaderPool;
   /** SQLite with `checkpointThread` only: the thread that checkpoints the WAL. */
@@ -258,13 +265,26 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
     }),
     keepAlive: true,
   };
-  const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 10 });
+  const pool = openPool(pg, { ...connection, max: options.poolSize ?? 10 });
   const pipeline = poolMode === "session" ? createPipeline(pg.Client, connection) : undefined;
-  // A client losing its connection (server restart) must not crash the process: an idle one is
-  // reported on the pool, a checked-out one on itself, where nobody listens by default. Its
-  // query is failed all the same, so the request that ran it still learns.
-  pool.on("error", () => {});
-  pool.on("connect", (client) => client.on("error", () => {}));
+  const budgetedPools: pg.Pool[] = [];
+  const openBudgetedPool = ({
+    size,
+    statementTimeoutMs,
+  }: {
+    size: number;
+    statementTimeoutMs: number;
+  }) => {
+    if (poolMode !== "session") return undefined;
+    const budgeted = openPool(pg, {
+      ...connection,
+      max: size,
+      statement_timeout: statementTimeoutMs,
+      query_timeout: statementTimeoutMs + UNANSWERED_GRACE_MS,
+    });
+    budgetedPools.push(budgeted);
+    return budgeted;
+  };
   const db = new Kysely<T>({ dialect: new PostgresDialect({ pool: discardUnanswered(pool) }) });
   const { write, transaction } = createWriter(db);
   async function migrate(service: string, migrations: Record<string, Migration>) {
@@ -283,13 +303,27 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
     pool,
     pipeline,
     poolMode,
+    openBudgetedPool,
     migrate,
     readMigrations: (service, migrations) => readMigrations(db, service, migrations),
     async close() {
       await pipeline?.close();
+      await Promise.all(budgetedPools.map((budgeted) => budgeted.end()));
       await db.destroy();
     },
   };
+}
+
+/**
+ * A pool of `config`. A client losing its connection (server restart) must not crash the
+ * process: an idle one is reported on the pool, a checked-out one on itself, where nobody listens
+ * by default. Its query is failed all the same, so the request that ran it still learns.
+ */
+function openPool(driver: typeof pg, config: pg.PoolConfig): pg.Pool {
+  const pool = new driver.Pool(config);
+  pool.on("error", () => {});
+  pool.on("connect", (client) => client.on("error", () => {}));
+  return pool;
 }
 
 /**

@@ -71,7 +71,10 @@ export function filteredListQueries(
  * their budget of `searchTimeoutMs` each (search-reader.ts).
  */
 export function createFilteredList(
-  database: Pick<OpenedDatabase<NotesDatabase>, "db" | "engine" | "sqlite" | "pool" | "readers">,
+  database: Pick<
+    OpenedDatabase<NotesDatabase>,
+    "db" | "engine" | "sqlite" | "pool" | "readers" | "openBudgetedPool"
+  >,
   searchTimeoutMs: number,
 ) {
   const readRows = createRowsReader(database);

@@ -272,6 +272,20 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
           ON users FOR EACH STATEMENT EXECUTE FUNCTION users_changed()`.execute(db);
       },
     },
+    "0011_search_text": {
+      // PostgreSQL only: the lowercased text a search matches, stored once per write in a
+      // generated column with its own trigram index, instead of an index on an expression that
+      // every recheck of a candidate row computes again (BENCHMARKS.md, "Search on PostgreSQL").
+      // The expression's index (0003) stays while releases that search through it may still
+      // run against this schema (a rollback); a later migration drops it.
+      async up(db: AnyDb) {
+        if (engine !== "postgres") return;
+        await sql`ALTER TABLE notes ADD COLUMN search_text text
+          GENERATED ALWAYS AS (lower(title || E'\n' || content_text)) STORED`.execute(db);
+        await sql`CREATE INDEX notes_search_text ON notes
+          USING gin (search_text gin_trgm_ops) WITH (fastupdate = off)`.execute(db);
+      },
+    },
   };
 }
 

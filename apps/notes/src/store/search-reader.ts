@@ -33,11 +33,12 @@ const RESERVED_CONNECTIONS = 2;
  *   and a thread stuck past it is given up on and replaced.
  * - SQLite on the service's own connection (`READER_THREADS=0`): the same function, on that
  *   connection; there a search holds every request until it stops.
- * - PostgreSQL: `SET LOCAL statement_timeout` in a read-only transaction of its own; searches
- *   hold at most all but `RESERVED_CONNECTIONS` of the pool.
+ * - PostgreSQL: on connections of their own whose `statement_timeout` is the budget (one round
+ *   trip a statement; `SET LOCAL` in a transaction of its own behind a transaction pooler);
+ *   searches run at most as many at once as all but `RESERVED_CONNECTIONS` of the pool.
  */
 export function createSearchReader(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "readers">,
+  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "readers" | "openBudgetedPool">,
   timeoutMs: number,
 ): SearchReader {
   const { sqlite, pool, readers } = database;
@@ -46,7 +47,7 @@ export function createSearchReader(
     return readers ? threadsReader(readers, timeoutMs) : ownConnection;
   }
   if (!pool) throw new Error("database has neither SQLite nor PostgreSQL handle");
-  return postgresReader(pool, timeoutMs);
+  return postgresReader(database, timeoutMs);
 }
 
 function threadsReader(
@@ -93,34 +94,60 @@ function ownConnectionReader(
   };
 }
 
-function postgresReader(pool: pg.Pool, timeoutMs: number): SearchReader {
-  const slots = createSlots(
-    Math.max(1, (pool.options.max ?? 10) - RESERVED_CONNECTIONS),
-    pool.options.connectionTimeoutMillis ?? 0,
-  );
+function postgresReader(
+  database: Pick<OpenedDatabase<unknown>, "pool" | "openBudgetedPool">,
+  timeoutMs: number,
+): SearchReader {
+  const pool = database.pool as pg.Pool;
+  const size = Math.max(1, (pool.options.max ?? 10) - RESERVED_CONNECTIONS);
+  const slots = createSlots(size, pool.options.connectionTimeoutMillis ?? 0);
+  const timedOut = (error: unknown) =>
+    (error as { code?: unknown }).code === QUERY_CANCELED
+      ? refusal("SEARCH_TIMEOUT", timeoutMs, error)
+      : error;
   // The server cancels the statement itself and keeps the connection (the pool's own
   // `query_timeout` stays the backstop for a server that does not answer at all).
-  const begin = `BEGIN READ ONLY; SET LOCAL statement_timeout = ${Math.trunc(timeoutMs)}`;
+  const budgeted = database.openBudgetedPool?.({ size, statementTimeoutMs: timeoutMs });
+  const run = budgeted
+    ? async (query: CompiledQuery) => {
+        try {
+          return (await budgeted.query({ text: query.sql, values: [...query.parameters] })).rows;
+        } catch (error) {
+          throw timedOut(error);
+        }
+      }
+    : (query: CompiledQuery) => inTransaction(pool, query, timeoutMs, timedOut);
   return async <Row>(query: CompiledQuery) => {
     if (!(await slots.take())) throw refusal("SEARCH_TIMEOUT", timeoutMs);
     try {
-      const client = await pool.connect();
-      try {
-        await client.query(begin);
-        const { rows } = await client.query({ text: query.sql, values: [...query.parameters] });
-        await client.query("COMMIT");
-        client.release();
-        return rows as Row[];
-      } catch (error) {
-        await releaseAfter(client, error);
-        throw (error as { code?: unknown }).code === QUERY_CANCELED
-          ? refusal("SEARCH_TIMEOUT", timeoutMs, error)
-          : error;
-      }
+      return (await run(query)) as Row[];
     } finally {
       slots.give();
     }
   };
+}
+
+/**
+ * Behind a transaction pooler (no setting may outlive a transaction): the statement in a
+ * read-only transaction of its own, its budget set for that transaction only.
+ */
+async function inTransaction(
+  pool: pg.Pool,
+  query: CompiledQuery,
+  timeoutMs: number,
+  timedOut: (error: unknown) => unknown,
+): Promise<unknown[]> {
+  const client = await pool.connect();
+  try {
+    await client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${Math.trunc(timeoutMs)}`);
+    const { rows } = await client.query({ text: query.sql, values: [...query.parameters] });
+    await client.query("COMMIT");
+    client.release();
+    return rows;
+  } catch (error) {
+    await releaseAfter(client, error);
+    throw timedOut(error);
+  }
 }
 
 /**
