@@ -4,7 +4,9 @@
  * - Chromium, for the browser tests (playwright-core drives it; no tool ever downloads a browser
  *   of its own);
  * - haproxy, for the per-address limits behind a proxy;
- * - with `--postgres`: pgbouncer, for the PostgreSQL suites through a pooler.
+ * - with `--postgres`: pgbouncer, for the PostgreSQL suites through a pooler;
+ * - Debian's Python 3 with pytest, FastAPI, Flask, httpx, requests, build and venv, for the Python
+ *   package's suite (packages/python, run by scripts/test/python.test.ts).
  *
  * A missing one is installed with `apt-get install -y <package>` (after `apt-get update` if that
  * fails) when this runs as root on a machine with apt-get; otherwise it stops and says exactly
@@ -50,6 +52,26 @@ const POSTGRES_TOOLS: Tool[] = [
 ];
 
 const APT_GET = "/usr/bin/apt-get";
+
+/** Debian's interpreter, where the python3-* packages install; PYTHON names another. */
+const PYTHON = process.env.PYTHON || "/usr/bin/python3";
+
+/** Python modules the Python package's tests import, by the Debian package that installs each. */
+const PYTHON_MODULES: { debianPackage: string; module: string }[] = [
+  { debianPackage: "python3-pytest", module: "pytest" },
+  { debianPackage: "python3-fastapi", module: "fastapi" },
+  { debianPackage: "python3-flask", module: "flask" },
+  { debianPackage: "python3-httpx", module: "httpx" },
+  { debianPackage: "python3-requests", module: "requests" },
+  { debianPackage: "python3-build", module: "build" },
+  { debianPackage: "python3-venv", module: "ensurepip" },
+];
+
+function missingPythonPackages(): string[] {
+  return PYTHON_MODULES.filter(
+    ({ module }) => spawnSync(PYTHON, ["-c", `import ${module}`], { stdio: "ignore" }).status !== 0,
+  ).map(({ debianPackage }) => debianPackage);
+}
 
 function isExecutable(file: string): boolean {
   try {
@@ -106,5 +128,29 @@ if (installable.length > 0 && process.getuid?.() === 0 && isExecutable(APT_GET))
 const stillMissing = missing.filter((tool) => !isExecutable(pathOf(tool)));
 if (stillMissing.length > 0) {
   console.error(explain(stillMissing));
+  process.exit(1);
+}
+
+const pythonPackages = missingPythonPackages();
+// An interpreter PYTHON names elsewhere is the operator's to provide, as a binary's variable is.
+if (
+  pythonPackages.length > 0 &&
+  !process.env.PYTHON &&
+  process.getuid?.() === 0 &&
+  isExecutable(APT_GET)
+) {
+  console.error(`Installing what the tests need: apt-get install -y ${pythonPackages.join(" ")}`);
+  aptGetInstall(pythonPackages);
+}
+const pythonStillMissing = missingPythonPackages();
+if (pythonStillMissing.length > 0) {
+  const install = `sudo apt-get install -y ${pythonStillMissing.join(" ")}`;
+  console.error(
+    process.env.PYTHON
+      ? `PYTHON=${PYTHON} cannot import what the Python package's tests need: install it there, ` +
+          `or unset PYTHON and, on Debian or Ubuntu: ${install}`
+      : `The Python package's tests need modules ${PYTHON} cannot import.\n` +
+          `On Debian or Ubuntu: ${install}`,
+  );
   process.exit(1);
 }

@@ -1,0 +1,36 @@
+"""AgentPass for Python: verify agents' session tokens as a partner, mint them as an agent.
+
+Partners: ``verify()``, ``Verifier``, and the middlewares ``agentpass.asgi.AgentPassMiddleware``
+and ``agentpass.wsgi.AgentPassMiddleware``. Agents: ``SessionTokens``.
+"""
+
+from ._authenticate import (
+    RETRY_AFTER_SECONDS,
+    SESSION_TOKEN_CHALLENGE,
+    SESSION_TOKEN_HEADER,
+    AuthResult,
+    authenticate,
+)
+from ._result import LOCAL_CODES, NETWORK_ERROR, VerifyResult
+from ._session_tokens import SessionTokenError, SessionTokens
+from ._verifier import MAX_CACHE_TTL, Verifier, VerifierFault
+from ._verify import verify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LOCAL_CODES",
+    "MAX_CACHE_TTL",
+    "NETWORK_ERROR",
+    "RETRY_AFTER_SECONDS",
+    "SESSION_TOKEN_CHALLENGE",
+    "SESSION_TOKEN_HEADER",
+    "AuthResult",
+    "SessionTokenError",
+    "SessionTokens",
+    "Verifier",
+    "VerifierFault",
+    "VerifyResult",
+    "authenticate",
+    "verify",
+]
