@@ -1,19 +1,106 @@
 // Builds the two publishable packages and packs each into a tarball a partner or an agent can
 // install before they are on the registry:  npm run pack  →  packages-dist/*.tgz
-import { execFileSync } from "node:child_process";
+// The packages' tests use the helpers below to check what a publish would ship.
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const root = resolve(import.meta.dirname, "..");
-const out = join(root, "packages-dist");
-rmSync(out, { recursive: true, force: true });
-mkdirSync(out);
-for (const name of ["verify", "cli"]) {
-  const dir = join(root, "packages", name);
-  execFileSync("npm", ["run", "build"], { cwd: dir, stdio: "inherit" });
-  execFileSync("npm", ["pack", "--silent", "--pack-destination", out], {
-    cwd: dir,
-    stdio: "ignore",
+
+/** The folders under packages/ that are published to npm. */
+export const PUBLISHED_PACKAGES = ["verify", "cli"] as const;
+export type PublishedPackage = (typeof PUBLISHED_PACKAGES)[number];
+
+/** Builds packages/<name> (its dist, JS and declarations), as a publish ships it. */
+export function buildPackage(name: PublishedPackage): void {
+  const run = spawnSync("npm", ["run", "build"], {
+    cwd: join(root, "packages", name),
+    encoding: "utf8",
   });
+  if (run.status !== 0) {
+    throw new Error(`npm run build failed in packages/${name}:\n${run.stdout}${run.stderr}`);
+  }
 }
-for (const tarball of readdirSync(out)) console.log(join(out, tarball));
+
+/** Packs the built packages/<name> into `destination`; returns the tarball's path. */
+export function packPackage(name: PublishedPackage, destination: string): string {
+  const [packed] = JSON.parse(
+    execFileSync("npm", ["pack", "--json", "--pack-destination", destination], {
+      cwd: join(root, "packages", name),
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  ) as { filename: string }[];
+  if (!packed) throw new Error(`npm pack wrote no tarball for packages/${name}`);
+  return join(destination, packed.filename);
+}
+
+/** The package.json a tarball holds: what the registry would publish as the package's metadata. */
+export function readPackedManifest(tarball: string): Record<string, unknown> {
+  return JSON.parse(
+    execFileSync("tar", ["-xzOf", tarball, "package/package.json"], { encoding: "utf8" }),
+  ) as Record<string, unknown>;
+}
+
+/** What `npm publish --dry-run` says it would publish of the built packages/<name>. */
+export interface PublishDryRun {
+  /** The exit status: 0 when npm would publish. */
+  status: number;
+  /** The name and version npm would publish. */
+  id: string;
+  /** The paths of the files in the package, as npm lists them. */
+  files: string[];
+  /** npm's warnings: "auto-corrected some errors in your package.json", for one. */
+  warnings: string[];
+}
+
+/** Runs `npm publish --dry-run --json` for packages/<name>: nothing reaches the registry. */
+export function publishDryRun(name: PublishedPackage): PublishDryRun {
+  const run = spawnSync("npm", ["publish", "--dry-run", "--json"], {
+    cwd: join(root, "packages", name),
+    encoding: "utf8",
+  });
+  // npm 11 keys the answer by package name; npm 10 answered the package's object alone.
+  const answer = JSON.parse(run.stdout || "{}") as Record<string, unknown>;
+  const entry = ("files" in answer ? answer : (Object.values(answer)[0] ?? {})) as {
+    id?: string;
+    files?: { path: string }[];
+  };
+  return {
+    status: run.status ?? 1,
+    id: String(entry.id),
+    files: (entry.files ?? []).map((file) => file.path),
+    // Not having logged in to the registry is expected of a dry run; it is not a fault.
+    warnings: run.stderr
+      .split("\n")
+      .filter(
+        (line) => line.startsWith("npm warn") && !line.includes("requires you to be logged in"),
+      ),
+  };
+}
+
+/** A package as a release would ship it: built, packed, and what a publish would say. */
+export interface Release {
+  tarball: string;
+  /** The package.json in the tarball. */
+  manifest: Record<string, unknown>;
+  published: PublishDryRun;
+}
+
+/** Builds packages/<name>, packs it into `destination`, and dry-runs its publish. */
+export function prepareRelease(name: PublishedPackage, destination: string): Release {
+  buildPackage(name);
+  const tarball = packPackage(name, destination);
+  return { tarball, manifest: readPackedManifest(tarball), published: publishDryRun(name) };
+}
+
+if (import.meta.main) {
+  const out = join(root, "packages-dist");
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out);
+  for (const name of PUBLISHED_PACKAGES) {
+    buildPackage(name);
+    packPackage(name, out);
+  }
+  for (const tarball of readdirSync(out)) console.log(join(out, tarball));
+}

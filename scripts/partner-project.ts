@@ -168,6 +168,15 @@ try {
       assert.deepEqual(await answer.json(), { email: "ada@example.com" });
       const refused = await fetch(url, { headers: { "x-session-token": "aps_forged" } });
       assert.equal(refused.status, 401);
+      if (name === "fetch-handler") return; // it reads the header its own code names
+      // The middlewares take the token as OAuth and MCP clients send it too, and never guess
+      // between two different ones.
+      const bearer = await fetch(url, { headers: { authorization: `Bearer ${sessionToken}` } });
+      assert.deepEqual(await bearer.json(), { email: "ada@example.com" });
+      const two = await fetch(url, {
+        headers: { authorization: "Bearer aps_other", "x-session-token": sessionToken },
+      });
+      assert.equal(two.status, 400);
     });
   }
 } finally {

@@ -4,9 +4,9 @@ import * as commands from "./commands.ts";
 import { CliError, EXIT } from "./exit-codes.ts";
 import type { TokenTarget } from "./mint.ts";
 import { openProfiles } from "./profiles.ts";
+import { chooseServerUrl } from "./server-url.ts";
 
 const VERSION = "0.1.0";
-const DEFAULT_URL = "https://agentpass.dev";
 
 const HELP: Record<string, string> = {
   main: `agentpass — your AgentPass identity, for agents
@@ -20,7 +20,8 @@ Commands:
   logout    revoke the saved key and forget it and the tokens
 
 Options for every command:
-  --url <url>   AgentPass server (default: $AGENTPASS_URL or ${DEFAULT_URL})
+  --url <url>   AgentPass server (default: $AGENTPASS_URL, else the one server you
+                logged in to; there is no built-in server)
   -h, --help    help for a command
   --version     print the version
 
@@ -92,9 +93,14 @@ async function main(argv: string[]): Promise<void> {
   if (values.help) return void console.log(help);
   if (rest.length > 0) throw new CliError(EXIT.USAGE, `Unexpected argument: ${rest[0]}`);
 
+  const profiles = openProfiles();
   const ctx: commands.CommandContext = {
-    url: serverUrl(values.url ?? process.env.AGENTPASS_URL ?? DEFAULT_URL),
-    profiles: openProfiles(),
+    // An empty AGENTPASS_URL is unset; an empty --url is a usage error.
+    url: chooseServerUrl(
+      values.url ?? (process.env.AGENTPASS_URL || undefined),
+      profiles.savedUrls(),
+    ),
+    profiles,
     out: (line) => console.log(line),
     tell: (line) => console.error(line),
     minTtlSeconds: Number(process.env.AGENTPASS_TOKEN_MIN_TTL_SECONDS ?? 60),
@@ -125,19 +131,6 @@ function tokenTarget(audience: string | undefined, resource: string | undefined)
   }
   if (audience !== undefined) return { audience };
   return resource === undefined ? null : { resource };
-}
-
-function serverUrl(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new CliError(EXIT.USAGE, `Not a URL: ${value}`);
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw new CliError(EXIT.USAGE, `Not an http(s) URL: ${value}`);
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
 
 main(process.argv.slice(2)).then(

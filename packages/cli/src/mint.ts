@@ -32,7 +32,7 @@ export function looksLikeUserKey(key: string): boolean {
  * CliErrors, one exit code per kind.
  *
  * @example
- * const minted = await mintSessionToken("https://agentpass.dev", key, null, Date.now);
+ * const minted = await mintSessionToken("http://localhost:4000", key, null, Date.now);
  * // minted.sessionToken: "aps_…", for the x-session-token header
  */
 export async function mintSessionToken(

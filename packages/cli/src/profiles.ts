@@ -26,6 +26,10 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
 
   return {
     dir,
+    /** The servers a user key is saved for. */
+    savedUrls(): string[] {
+      return Object.keys(profiles());
+    },
     userKey(url: string): string | undefined {
       return profiles()[url]?.key;
     },

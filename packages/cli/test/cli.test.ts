@@ -21,19 +21,25 @@ describe("agentpass CLI against a real identity service", () => {
   let userKey: { id: string; key: string };
   const secrets: string[] = [];
 
-  const run = (args: string[], stdin?: string, env: Record<string, string> = {}): Promise<Run> =>
+  /** Runs the CLI; an `env` value of undefined leaves that variable unset. */
+  const run = (
+    args: string[],
+    stdin?: string,
+    env: Record<string, string | undefined> = {},
+  ): Promise<Run> =>
     new Promise((resolve) => {
+      const all: Record<string, string | undefined> = {
+        PATH: process.env.PATH,
+        HOME: home,
+        XDG_CONFIG_HOME: join(home, ".config"),
+        AGENTPASS_URL: identity.url,
+        ...env,
+      };
       const child = execFile(
         process.execPath,
         [BIN, ...args],
         {
-          env: {
-            PATH: process.env.PATH,
-            HOME: home,
-            XDG_CONFIG_HOME: join(home, ".config"),
-            AGENTPASS_URL: identity.url,
-            ...env,
-          },
+          env: Object.fromEntries(Object.entries(all).filter(([, value]) => value !== undefined)),
         },
         (error, stdout, stderr) => {
           const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
@@ -131,6 +137,48 @@ describe("agentpass CLI against a real identity service", () => {
     assert.deepEqual(Object.keys(json).sort(), ["expiresAt", "sessionToken"]);
     assert.equal(await verifyStatus(json.sessionToken, partner.id), 200);
     assert.equal(await verifyStatus(json.sessionToken, other.id), 401);
+  });
+
+  it("names no server of its own: without --url, AGENTPASS_URL or a saved login it sends nothing and exits 2", async () => {
+    const unset = { AGENTPASS_URL: undefined };
+    // `token` first: it would only read files, never send the key, whatever the default.
+    for (const args of [["token"], ["status"], ["logout"], ["login", "--with-key"]]) {
+      const result = await run(args, `${userKey.key}\n`, unset);
+      assert.equal(result.code, 2, `${args.join(" ")}: ${result.stderr}`);
+      assert.equal(result.stdout, "");
+      assert.equal(
+        result.stderr,
+        "agentpass: No AgentPass server: pass --url <url> or set AGENTPASS_URL\n",
+      );
+    }
+    assert.equal(await mintStatus(userKey.key), 201);
+    const help = await run(["--help"], "", unset);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /--url <url> +AgentPass server \(default: \$AGENTPASS_URL/);
+    assert.doesNotMatch(help.stdout, /agentpass\.dev|https:\/\//);
+  });
+
+  it("uses the server of the saved login when no --url or AGENTPASS_URL names one, and refuses to pick among several", async () => {
+    await login();
+    const unset = { AGENTPASS_URL: undefined };
+    const token = await run(["token"], "", unset);
+    assert.equal(token.code, 0, token.stderr);
+    assert.match(token.stdout, /^aps_/);
+    const status = await run(["status"], "", unset);
+    assert.match(status.stdout, new RegExp(`^Server: ${identity.url}\n`));
+
+    const other = "http://127.0.0.1:9";
+    const credentials = JSON.parse(readFileSync(configFile("credentials.json"), "utf8"));
+    credentials[other] = { key: userKey.key, savedAt: new Date().toISOString() };
+    writeFileSync(configFile("credentials.json"), JSON.stringify(credentials), { mode: 0o600 });
+    const ambiguous = await run(["token"], "", unset);
+    assert.equal(ambiguous.code, 2);
+    assert.equal(ambiguous.stdout, "");
+    assert.equal(
+      ambiguous.stderr,
+      `agentpass: Logged in to several AgentPass servers (${identity.url}, ${other}): pass --url <url> or set AGENTPASS_URL\n`,
+    );
+    assert.equal((await run(["token", "--url", identity.url], "", unset)).code, 0);
   });
 
   it("exits 3 when not logged in", async () => {

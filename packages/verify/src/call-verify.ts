@@ -1,12 +1,8 @@
-import { postToAgentPass } from "./post-to-agentpass.ts";
+import { postToAgentPass, type ServiceCall } from "./post-to-agentpass.ts";
 import { LOCAL_CODES, NETWORK_ERROR, TOKEN_EXPIRES_HEADER, type VerifyResult } from "./result.ts";
 
-export interface CallOptions {
-  endpoint: string;
-  partnerKey: string;
+export interface CallOptions extends ServiceCall {
   sessionToken: string;
-  timeoutMs: number;
-  fetch: typeof fetch;
 }
 
 /**

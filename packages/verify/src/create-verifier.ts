@@ -1,13 +1,17 @@
-import { callIntrospect, type IntrospectResult } from "./call-introspect.ts";
+import { callIntrospect, type IntrospectResult, TOKEN_INACTIVE } from "./call-introspect.ts";
 import { callVerify } from "./call-verify.ts";
-import { introspectEndpoint, MISSING_TOKEN } from "./introspect.ts";
-import { DEFAULT_TIMEOUT_MS, type VerifyResult } from "./result.ts";
-import { checkArguments, verifyEndpoint } from "./verify.ts";
+import { readEnvironment } from "./environment.ts";
+import { MISSING_TOKEN } from "./introspect.ts";
+import { DEFAULT_TIMEOUT_MS, LOCAL_CODES, type VerifyResult } from "./result.ts";
+import { checkArguments, serviceBase } from "./verify.ts";
 
 export interface VerifierOptions {
   /** Your partner key (`apk_…`); defaults to the `AGENTPASS_PARTNER_KEY` environment variable. */
   partnerKey?: string;
-  /** The AgentPass URL; defaults to `AGENTPASS_URL`, else the public service. */
+  /**
+   * The AgentPass URL; defaults to `AGENTPASS_URL`. There is no built-in service: with neither,
+   * `createVerifier` throws.
+   */
   apiUrl?: string;
   /** Per-call time limit; past it the result is the network error. Default 5000. */
   timeoutMs?: number;
@@ -24,16 +28,19 @@ export interface VerifierOptions {
   /** A fetch implementation, for runtimes or tests that need another. */
   fetch?: typeof fetch;
   /**
-   * Hears of a fault of your own setup, once until a verification succeeds again: your partner
-   * key was refused (`partner_key_invalid`) or revoked (`partner_key_revoked`). Your users see
+   * Hears of a fault that makes verifications fail whatever the token, once per cause until a
+   * verification succeeds again: your partner key was refused (`partner_key_invalid`) or revoked
+   * (`partner_key_revoked`), AgentPass cannot be reached (`network_error`: the message names the
+   * URL and why), or what answers at the URL is not AgentPass's API, or not working
+   * (`unexpected_response`: the message names the URL, the status and its code). Your users see
    * 503s meanwhile; this tells you why. Default: one line on `console.error`.
    */
   onError?: (fault: VerifierFault) => void;
 }
 
-/** A fault of the partner's own setup, as `onError` hears of it. */
+/** A fault of the partner's setup or of its link to AgentPass, as `onError` hears of it. */
 export interface VerifierFault {
-  code: "partner_key_invalid" | "partner_key_revoked";
+  code: "partner_key_invalid" | "partner_key_revoked" | "network_error" | "unexpected_response";
   message: string;
 }
 
@@ -67,8 +74,7 @@ export const MAX_CACHE_TTL_MS = 5_000;
  * const bound = await agentpass.introspect(token); // bound.ok && bound.aud: minted for you alone
  */
 export function createVerifier(options: VerifierOptions = {}): Verifier {
-  const partnerKey = options.partnerKey ?? environment("AGENTPASS_PARTNER_KEY");
-  const apiUrl = options.apiUrl ?? environment("AGENTPASS_URL");
+  const partnerKey = options.partnerKey ?? readEnvironment("AGENTPASS_PARTNER_KEY");
   // A setup that cannot work is refused here, at start-up, not as a 503 on every request.
   if (!partnerKey) {
     throw new TypeError(
@@ -78,13 +84,20 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
   if (!partnerKey.startsWith("apk_")) {
     throw new TypeError("@agentpass/verify: partnerKey is not a partner key (apk_…)");
   }
-  const endpoint = verifyEndpoint(apiUrl);
-  if (endpoint === null) {
-    throw new TypeError(`@agentpass/verify: apiUrl is not an http(s) URL: ${String(apiUrl)}`);
+  const resolved = serviceBase(options.apiUrl);
+  if (typeof resolved !== "string") {
+    throw new TypeError(
+      resolved.code === LOCAL_CODES.apiUrlMissing
+        ? "@agentpass/verify: no AgentPass URL: pass apiUrl or set AGENTPASS_URL"
+        : `@agentpass/verify: apiUrl is not an http(s) URL: ${String(options.apiUrl || readEnvironment("AGENTPASS_URL"))}`,
+    );
   }
-  const introspectUrl = introspectEndpoint(apiUrl) as string;
+  const base: string = resolved;
+  const endpoint = `${base}/api/verify`;
+  const introspectUrl = `${base}/oauth/introspect`;
   const onError = options.onError ?? reportOnConsole;
-  let reported: VerifierFault["code"] | undefined;
+  /** The cause last told to `onError` (its code and message), until a call succeeds. */
+  let reported: string | undefined;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const cacheTtlMs = Math.min(MAX_CACHE_TTL_MS, Math.max(0, options.cacheTtlMs ?? 0));
   const now = options.now ?? Date.now;
@@ -95,23 +108,31 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
   // when an entry lapses under load, every request in flight for the token would ask at once.
   const asking = new Map<string, Promise<VerifyResult>>();
 
-  /** Tells `onError` of a fault of the partner's own key, once until a call succeeds again. */
-  function report(result: VerifyResult | IntrospectResult): void {
-    const fault = faultOf(result);
-    if (fault && fault.code !== reported) onError(fault);
-    if (fault || result.ok) reported = fault?.code;
+  /**
+   * Tells `onError` of a fault that fails every verification, once per cause until a call
+   * succeeds again; `failure` is why no answer came back, when none did.
+   */
+  function report(result: VerifyResult | IntrospectResult, failure: string | undefined): void {
+    const fault = faultOf(result, base, failure);
+    const cause = fault && `${fault.code} ${fault.message}`;
+    if (fault && cause !== reported) onError(fault);
+    if (fault || result.ok) reported = cause ?? undefined;
   }
 
   /** AgentPass's answer for `token` (`callVerify` never throws). */
   const ask = async (token: string): Promise<VerifyResult> => {
+    let failure: string | undefined;
     const result = await callVerify({
       endpoint,
       partnerKey,
       sessionToken: token,
       timeoutMs,
       fetch: fetchImpl,
+      onFailure: (reason) => {
+        failure = reason;
+      },
     });
-    report(result);
+    report(result, failure);
     return result;
   };
 
@@ -148,14 +169,18 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
     },
     async introspect(token) {
       if (typeof token !== "string" || token === "") return MISSING_TOKEN;
+      let failure: string | undefined;
       const result = await callIntrospect({
         endpoint: introspectUrl,
         partnerKey,
         token,
         timeoutMs,
         fetch: fetchImpl,
+        onFailure: (reason) => {
+          failure = reason;
+        },
       });
-      report(result);
+      report(result, failure);
       return result;
     },
   };
@@ -179,15 +204,24 @@ async function digest(token: string): Promise<string> {
   return hex;
 }
 
-function environment(name: string): string | undefined {
-  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process
-    ?.env;
-  return env?.[name] || undefined;
-}
+/** The verdicts on a token itself: the token's fault, never the partner's. */
+const TOKEN_VERDICTS = new Set([
+  "session_token_invalid",
+  "session_token_field_invalid",
+  TOKEN_INACTIVE,
+  MISSING_TOKEN.code,
+]);
 
-/** Whether a result says the partner's own key is at fault. */
-function faultOf(result: VerifyResult | IntrospectResult): VerifierFault | null {
-  if (result.ok) return null;
+/**
+ * The fault a result shows in the partner's setup or its link to AgentPass at `base`, or null
+ * for a success and for a verdict on the token.
+ */
+function faultOf(
+  result: VerifyResult | IntrospectResult,
+  base: string,
+  failure: string | undefined,
+): VerifierFault | null {
+  if (result.ok || TOKEN_VERDICTS.has(result.code)) return null;
   switch (result.code) {
     case "partner_key_revoked":
       return {
@@ -199,8 +233,19 @@ function faultOf(result: VerifyResult | IntrospectResult): VerifierFault | null 
     case "partner_key_missing_or_invalid":
     case "invalid_client": // OAuth's word for it, from the introspection endpoint
       return { code: "partner_key_invalid", message: "AgentPass: your partner key is not valid" };
-    default:
-      return null;
+    case LOCAL_CODES.networkError:
+      return {
+        code: "network_error",
+        message: `AgentPass cannot be reached at ${base}${failure ? ` (${failure})` : ""}`,
+      };
+    default: {
+      // AgentPass's own code says what failed; a page that is not its API has none to say.
+      const code = result.code === LOCAL_CODES.unexpectedResponse ? "" : ` (${result.code})`;
+      return {
+        code: "unexpected_response",
+        message: `AgentPass at ${base} answered HTTP ${result.status}${code} instead of a verification`,
+      };
+    }
   }
 }
 

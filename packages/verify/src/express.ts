@@ -1,4 +1,4 @@
-import { authenticate, failureHeaders, SESSION_TOKEN_HEADER } from "./authenticate.ts";
+import { authenticateHeaders, failureHeaders } from "./authenticate.ts";
 import { toVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
 
 /** The parts of a Node request the middleware reads and sets (Express and Connect alike). */
@@ -26,8 +26,10 @@ export interface AgentPassResponse {
 }
 
 /**
- * Express / Connect middleware: authenticates `x-session-token` through AgentPass and sets
- * `req.agentpassEmail`, or answers 401 / 503 with JSON `{ error }` (503 with `Retry-After`).
+ * Express / Connect middleware: authenticates the session token (`x-session-token` or
+ * `Authorization: Bearer`) through AgentPass and sets `req.agentpassEmail`, or answers 400 (two
+ * different tokens) / 401 / 503 with JSON `{ error, code }` (401 with its challenge, 503 with
+ * `Retry-After`).
  *
  * @example
  * import { createVerifier } from "@agentpass/verify";
@@ -38,8 +40,11 @@ export interface AgentPassResponse {
 export function agentPassAuth(verifierOrOptions: Verifier | VerifierOptions = {}) {
   const verifier = toVerifier(verifierOrOptions);
   return (req: AgentPassRequest, res: AgentPassResponse, next: (error?: unknown) => void): void => {
-    const header = req.headers[SESSION_TOKEN_HEADER];
-    authenticate(verifier, Array.isArray(header) ? header[0] : header).then(
+    const header = (name: string) => {
+      const value = req.headers[name];
+      return Array.isArray(value) ? value[0] : value;
+    };
+    authenticateHeaders(verifier, header).then(
       (auth) => {
         if (auth.ok) {
           req.agentpassEmail = auth.email;
@@ -48,7 +53,7 @@ export function agentPassAuth(verifierOrOptions: Verifier | VerifierOptions = {}
         }
         res.statusCode = auth.status;
         res.setHeader("Content-Type", "application/json");
-        for (const [name, value] of Object.entries(failureHeaders(auth.status))) {
+        for (const [name, value] of Object.entries(failureHeaders(auth.status, auth.code))) {
           res.setHeader(name, value);
         }
         res.end(JSON.stringify({ error: auth.error, code: auth.code }));

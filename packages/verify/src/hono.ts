@@ -1,13 +1,14 @@
 import type { MiddlewareHandler } from "hono";
-import { authenticate, failureHeaders, SESSION_TOKEN_HEADER } from "./authenticate.ts";
+import { authenticateHeaders, failureHeaders } from "./authenticate.ts";
 import { toVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
 
 /** The variables the middleware sets on the Hono context. */
 export type AgentPassVariables = { agentpassEmail: string };
 
 /**
- * Hono middleware: authenticates `x-session-token` through AgentPass and sets
- * `c.var.agentpassEmail`, or answers 401 / 503 with `{ error }` (503 with `Retry-After`).
+ * Hono middleware: authenticates the session token (`x-session-token` or `Authorization:
+ * Bearer`) through AgentPass and sets `c.var.agentpassEmail`, or answers 400 (two different
+ * tokens) / 401 / 503 with `{ error, code }` (401 with its challenge, 503 with `Retry-After`).
  *
  * @example
  * import { createVerifier } from "@agentpass/verify";
@@ -21,12 +22,12 @@ export function agentPassAuth(
 ): MiddlewareHandler<{ Variables: AgentPassVariables }> {
   const verifier = toVerifier(verifierOrOptions);
   return async (c, next) => {
-    const auth = await authenticate(verifier, c.req.header(SESSION_TOKEN_HEADER));
+    const auth = await authenticateHeaders(verifier, (name) => c.req.header(name));
     if (!auth.ok) {
       return c.json(
         { error: auth.error, code: auth.code },
         auth.status,
-        failureHeaders(auth.status),
+        failureHeaders(auth.status, auth.code),
       );
     }
     c.set("agentpassEmail", auth.email);

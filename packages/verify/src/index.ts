@@ -15,5 +15,5 @@ export {
   type VerifierOptions,
 } from "./create-verifier.ts";
 export { type IntrospectOptions, introspect } from "./introspect.ts";
-export { DEFAULT_API_URL, LOCAL_CODES, NETWORK_ERROR, type VerifyResult } from "./result.ts";
+export { LOCAL_CODES, NETWORK_ERROR, type VerifyResult } from "./result.ts";
 export { verify } from "./verify.ts";

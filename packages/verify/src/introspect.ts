@@ -1,11 +1,11 @@
 import { callIntrospect, type IntrospectResult } from "./call-introspect.ts";
 import { DEFAULT_TIMEOUT_MS } from "./result.ts";
-import { checkSetup, serviceEndpoint } from "./verify.ts";
+import { checkSetup, type SetupFailure, serviceEndpoint } from "./verify.ts";
 
 export interface IntrospectOptions {
   /** Your partner key (`apk_…`), sent as a Bearer credential. */
   partnerKey: string;
-  /** The AgentPass URL; defaults to {@link DEFAULT_API_URL}. */
+  /** The AgentPass URL; defaults to `AGENTPASS_URL` (none set: `code: "api_url_missing"`). */
   apiUrl?: string;
   /** Time limit of the call; past it the result is the network error. Default 5000. */
   timeoutMs?: number;
@@ -21,8 +21,8 @@ export const MISSING_TOKEN = {
   code: "invalid_request",
 } as const;
 
-/** `<apiUrl>/oauth/introspect`, or null when `apiUrl` is not an http(s) URL. */
-export function introspectEndpoint(apiUrl: unknown): string | null {
+/** `<apiUrl>/oauth/introspect`, or why there is none. */
+export function introspectEndpoint(apiUrl: unknown): string | SetupFailure {
   return serviceEndpoint(apiUrl, "/oauth/introspect");
 }
 

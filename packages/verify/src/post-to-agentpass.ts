@@ -10,6 +10,8 @@ export interface ServiceCall {
   partnerKey: string;
   timeoutMs: number;
   fetch: typeof fetch;
+  /** Hears why no answer came back (`ECONNREFUSED`, `timed out after 5000 ms`, …), for logs. */
+  onFailure?: (reason: string) => void;
 }
 
 /**
@@ -35,9 +37,24 @@ export async function postToAgentPass(
     });
     const text = await response.text();
     return { status: response.status, headers: response.headers, body: parseJson(text) };
-  } catch {
+  } catch (error) {
+    call.onFailure?.(failureReason(error, call.timeoutMs));
     return null;
   }
+}
+
+/**
+ * Why a fetch failed, in a few stable words: the system's error code where the runtime gives one
+ * (Node's fetch puts it on `cause`), so one cause reads the same on every request.
+ */
+function failureReason(error: unknown, timeoutMs: number): string {
+  const name = (error as { name?: unknown } | null)?.name;
+  if (name === "TimeoutError" || name === "AbortError") return `timed out after ${timeoutMs} ms`;
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+  if (typeof cause?.code === "string") return cause.code;
+  if (typeof cause?.message === "string") return cause.message;
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === "string" ? message : String(error);
 }
 
 function parseJson(text: string): Record<string, unknown> | null {

@@ -19,19 +19,13 @@ export type VerifyResult =
 export const LOCAL_CODES = {
   /** AgentPass could not be reached, or did not answer in time. */
   networkError: "network_error",
+  /** No `apiUrl` was given and `AGENTPASS_URL` is not set: there is no default service. */
+  apiUrlMissing: "api_url_missing",
   /** `apiUrl` is not an http(s) URL. */
   invalidApiUrl: "invalid_api_url",
   /** AgentPass answered something that is not its API's answer (a proxy's error page, say). */
   unexpectedResponse: "unexpected_response",
 } as const;
-
-/**
- * The public AgentPass service. Pass another `apiUrl` for local development or self-hosting.
- *
- * @example
- * await verify(partnerKey, token, process.env.AGENTPASS_URL ?? DEFAULT_API_URL);
- */
-export const DEFAULT_API_URL = "https://agentpass.dev";
 
 /**
  * The error text of a result when the service could not be reached (its code is

@@ -1,12 +1,32 @@
 import { callVerify } from "./call-verify.ts";
-import { DEFAULT_API_URL, DEFAULT_TIMEOUT_MS, LOCAL_CODES, type VerifyResult } from "./result.ts";
+import { readEnvironment } from "./environment.ts";
+import { DEFAULT_TIMEOUT_MS, LOCAL_CODES, type VerifyResult } from "./result.ts";
+
+/** A setup refused before any request: no URL, a malformed one, or no usable partner key. */
+export type SetupFailure = { ok: false; error: string; status: number; code: string };
+
+const MISSING_API_URL: SetupFailure = {
+  ok: false,
+  error: "No AgentPass URL: pass apiUrl or set AGENTPASS_URL",
+  status: 0,
+  code: LOCAL_CODES.apiUrlMissing,
+};
+
+const INVALID_API_URL: SetupFailure = {
+  ok: false,
+  error: "Invalid apiUrl: expected an http(s) URL",
+  status: 0,
+  code: LOCAL_CODES.invalidApiUrl,
+};
 
 /**
  * Asks AgentPass who a session token belongs to. Never throws, whatever the arguments.
  *
  * @param partnerKey - your partner key (`apk_…`), sent as a Bearer credential
  * @param sessionToken - the token the agent sent you
- * @param apiUrl - the AgentPass URL; defaults to {@link DEFAULT_API_URL}
+ * @param apiUrl - the AgentPass URL; defaults to the `AGENTPASS_URL` environment variable. There
+ *   is no built-in service: with neither, the result is `code: "api_url_missing"` and nothing is
+ *   sent.
  * @returns `{ ok: true, email }`, or `{ ok: false, error }` with the service's message, or
  *   `"Network error: cannot reach API"` when the service could not be reached. `status` is the
  *   HTTP status (0 when no answer came back).
@@ -34,33 +54,47 @@ export function verify(
   });
 }
 
-/** `<apiUrl>/api/verify`, or null when `apiUrl` is not an http(s) URL. */
-export function verifyEndpoint(apiUrl: unknown): string | null {
+/** `<apiUrl>/api/verify`, or why there is none. */
+export function verifyEndpoint(apiUrl: unknown): string | SetupFailure {
   return serviceEndpoint(apiUrl, "/api/verify");
 }
 
-/** `<apiUrl><path>` (`apiUrl` defaulting to the public service), or null when it is not http(s). */
-export function serviceEndpoint(apiUrl: unknown, path: string): string | null {
-  const base = apiUrl === undefined || apiUrl === null ? DEFAULT_API_URL : apiUrl;
-  if (typeof base !== "string") return null;
+/**
+ * The AgentPass URL to use: `apiUrl`, else `AGENTPASS_URL`, normalized to origin and path without
+ * a trailing slash; or why there is none. Never a built-in URL: a default this project does not
+ * control would receive partner keys and tokens from every partner who forgot to set one.
+ */
+export function serviceBase(apiUrl: unknown): string | SetupFailure {
+  const base =
+    apiUrl === undefined || apiUrl === null || apiUrl === ""
+      ? readEnvironment("AGENTPASS_URL")
+      : apiUrl;
+  if (base === undefined) return MISSING_API_URL;
+  if (typeof base !== "string") return INVALID_API_URL;
   let url: URL;
   try {
     url = new URL(base);
   } catch {
-    return null;
+    return INVALID_API_URL;
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") return null;
-  return `${url.origin}${url.pathname.replace(/\/+$/, "")}${path}`;
+  if (url.protocol !== "https:" && url.protocol !== "http:") return INVALID_API_URL;
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
+
+/** `<base><path>` of the AgentPass URL to use, or why there is none. */
+export function serviceEndpoint(apiUrl: unknown, path: string): string | SetupFailure {
+  const base = serviceBase(apiUrl);
+  return typeof base === "string" ? `${base}${path}` : base;
 }
 
 /**
  * Refuses, without a request, what the service would refuse anyway — with the service's own
- * messages and statuses — and a malformed `apiUrl`.
+ * messages and statuses — and a missing or malformed `apiUrl`.
  */
 export function checkArguments(
   partnerKey: unknown,
   sessionToken: unknown,
-  endpoint: string | null,
+  endpoint: string | SetupFailure,
 ): VerifyResult | null {
   const setup = checkSetup(partnerKey, endpoint);
   if (setup) return setup;
@@ -75,19 +109,12 @@ export function checkArguments(
   return null;
 }
 
-/** Refuses, without a request, a malformed `apiUrl` and a partner key the service would refuse. */
+/** Refuses, without a request, a missing or malformed `apiUrl` and a partner key the service would refuse. */
 export function checkSetup(
   partnerKey: unknown,
-  endpoint: string | null,
-): { ok: false; error: string; status: number; code: string } | null {
-  if (endpoint === null) {
-    return {
-      ok: false,
-      error: "Invalid apiUrl: expected an http(s) URL",
-      status: 0,
-      code: LOCAL_CODES.invalidApiUrl,
-    };
-  }
+  endpoint: string | SetupFailure,
+): SetupFailure | null {
+  if (typeof endpoint !== "string") return endpoint;
   if (typeof partnerKey !== "string" || partnerKey.trim() === "") {
     return { ok: false, error: "Missing partner key", status: 401, code: "partner_key_missing" };
   }

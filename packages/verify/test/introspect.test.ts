@@ -1,20 +1,10 @@
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startTestIdentityService, type TestIdentityService } from "@agentpass/identity/testing";
 import { createVerifier, introspect, NETWORK_ERROR, TOKEN_INACTIVE } from "../src/index.ts";
+import { fakeService } from "./support/loopback.ts";
 
 const INACTIVE = { ok: false, status: 200, error: "Token is not active", code: TOKEN_INACTIVE };
-
-/** A loopback server that answers every request with `handler`. */
-async function fakeService(
-  handler: Parameters<typeof createServer>[1],
-): Promise<{ url: string; server: Server }> {
-  const server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
 
 /** A fake AgentPass whose introspection answers `status` with `body`. */
 function answering(status: number, body: string) {
@@ -135,13 +125,13 @@ describe("introspect() when the arguments or the service misbehave", () => {
       code: "invalid_api_url",
       status: 0,
     });
-    assert.deepEqual(await introspect("aps_x", { partnerKey: "" }), {
+    assert.deepEqual(await introspect("aps_x", { partnerKey: "", apiUrl: "http://127.0.0.1:1" }), {
       ok: false,
       error: "Missing partner key",
       code: "partner_key_missing",
       status: 401,
     });
-    assert.deepEqual(await introspect("", { partnerKey: "apk_x" }), {
+    assert.deepEqual(await introspect("", { partnerKey: "apk_x", apiUrl: "http://127.0.0.1:1" }), {
       ok: false,
       error: "Missing token",
       code: "invalid_request",

@@ -93,7 +93,7 @@ describe("authenticate() and the middlewares", () => {
     assert.equal(missing.status, 401);
     assert.equal(
       missing.headers.get("www-authenticate"),
-      'AgentPass-Session header="x-session-token"',
+      'Bearer, AgentPass-Session header="x-session-token"',
     );
     assert.deepEqual(await missing.json(), {
       error: "Missing session token",
@@ -143,12 +143,98 @@ describe("authenticate() and the middlewares", () => {
         assert.equal(response.status, status);
         assert.equal(
           response.headers.get("www-authenticate"),
-          status === 401 ? 'AgentPass-Session header="x-session-token"' : null,
+          status === 401
+            ? 'Bearer error="invalid_token", AgentPass-Session header="x-session-token"'
+            : null,
         );
         assert.deepEqual(await response.json(), body);
       } finally {
         server.close();
       }
     }
+  });
+  describe("with the token as Authorization: Bearer (RFC 6750), as OAuth and MCP clients send it", () => {
+    const CONFLICT = {
+      error: "Two different session tokens: send one, as Authorization: Bearer or x-session-token",
+      code: "invalid_request",
+    };
+    const headersOf = (sent: { bearer?: string; header?: string }) => ({
+      ...(sent.bearer === undefined ? {} : { authorization: `Bearer ${sent.bearer}` }),
+      ...(sent.header === undefined ? {} : { "x-session-token": sent.header }),
+    });
+    /** Every way a request can carry the token, and the answer each middleware must give. */
+    const cases = () =>
+      [
+        [{ bearer: token }, 200, { email: "mw@example.com" }],
+        [{ bearer: token, header: token }, 200, { email: "mw@example.com" }],
+        [{ bearer: "aps_other", header: token }, 400, CONFLICT],
+        [
+          { bearer: "aps_bad" },
+          401,
+          { error: "Invalid or expired session token", code: "session_token_invalid" },
+        ],
+      ] as const;
+
+    it("authenticate() takes it from a Request, and answers 400 for two different tokens", async () => {
+      const auth = (sent: { bearer?: string; header?: string }) =>
+        authenticate(
+          verifier,
+          new Request("http://partner.example/api/me", { headers: headersOf(sent) }),
+        );
+      assert.deepEqual(await auth({ bearer: token }), { ok: true, email: "mw@example.com" });
+      assert.deepEqual(await auth({ bearer: token, header: token }), {
+        ok: true,
+        email: "mw@example.com",
+      });
+      assert.deepEqual(await auth({ bearer: "aps_other", header: token }), {
+        ok: false,
+        status: 400,
+        ...CONFLICT,
+      });
+      // Another scheme (the partner's own Basic auth, say) is not a session token.
+      const basic = await authenticate(
+        verifier,
+        new Request("http://partner.example/", { headers: { authorization: "Basic dXNlcg==" } }),
+      );
+      assert.equal(basic.ok ? "ok" : basic.code, "session_token_missing");
+    });
+
+    it("the Hono middleware takes it, and answers 400 with a Bearer challenge for two", async () => {
+      const app = new Hono<{ Variables: AgentPassVariables }>()
+        .use(honoAuth(verifier))
+        .get("/me", (c) => c.json({ email: c.var.agentpassEmail }));
+      for (const [sent, status, body] of cases()) {
+        const response = await app.request("/me", { headers: headersOf(sent) });
+        assert.equal(response.status, status, JSON.stringify(sent));
+        assert.deepEqual(await response.json(), body);
+        if (status === 400) {
+          assert.equal(
+            response.headers.get("www-authenticate"),
+            'Bearer error="invalid_request", AgentPass-Session header="x-session-token"',
+          );
+        }
+      }
+    });
+
+    it("the Express/Connect middleware takes it, and answers 400 for two", async () => {
+      const auth = connectAuth(verifier);
+      const server = createServer((req, res) => {
+        auth(req as IncomingMessage & { agentpassEmail?: string }, res, () => {
+          res.setHeader("content-type", "application/json");
+          res.end(JSON.stringify({ email: (req as { agentpassEmail?: string }).agentpassEmail }));
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      try {
+        const port = (server.address() as AddressInfo).port;
+        for (const [sent, status, body] of cases()) {
+          const response = await fetch(`http://127.0.0.1:${port}/me`, { headers: headersOf(sent) });
+          assert.equal(response.status, status, JSON.stringify(sent));
+          assert.deepEqual(await response.json(), body);
+        }
+      } finally {
+        server.close();
+      }
+    });
   });
 });

@@ -1,24 +1,8 @@
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startTestIdentityService, type TestIdentityService } from "@agentpass/identity/testing";
 import { createVerifier, MAX_CACHE_TTL_MS, NETWORK_ERROR, verify } from "../src/index.ts";
-
-/** A loopback server that answers every request with `handler`. */
-async function fakeService(
-  handler: Parameters<typeof createServer>[1],
-): Promise<{ url: string; server: Server }> {
-  const server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
-
-async function closedPortUrl(): Promise<string> {
-  const { url, server } = await fakeService(() => {});
-  await new Promise((resolve) => server.close(resolve));
-  return url;
-}
+import { closedPortUrl, fakeService } from "./support/loopback.ts";
 
 describe("verify() against the real identity service", () => {
   let identity: TestIdentityService;
