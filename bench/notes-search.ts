@@ -172,13 +172,14 @@ try {
 type SeedNote = Omit<NotesDatabase["notes"], "seq"> & { ordinal: number };
 
 async function insertBatch(rows: SeedNote[]): Promise<void> {
-  if (database.sqlite) {
+  if (database.handles.engine === "sqlite") {
+    const { sqlite } = database.handles;
     // The seq of a note lies in its user's range (apps/notes/src/store/migrations.ts, 0004).
-    const insert = database.sqlite.prepare(
+    const insert = sqlite.prepare(
       `INSERT INTO notes (seq, id, user_id, title, content, content_text, created_at, updated_at)
        VALUES ((SELECT number << 32 FROM users WHERE id = ?) | ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    database.sqlite.exec("BEGIN");
+    sqlite.exec("BEGIN");
     for (const r of rows) {
       insert.run(
         r.user_id,
@@ -192,7 +193,7 @@ async function insertBatch(rows: SeedNote[]): Promise<void> {
         r.updated_at,
       );
     }
-    database.sqlite.exec("COMMIT");
+    sqlite.exec("COMMIT");
     return;
   }
   const column = <K extends keyof SeedNote>(key: K) => rows.map((r) => r[key]);

@@ -6,7 +6,6 @@ import {
   createReadCaches,
   type OpenedDatabase,
   openDatabase,
-  type PipelinedStatement,
   shareChecks,
 } from "@agentpass/db";
 import { testEngines } from "@agentpass/db/testing";
@@ -265,21 +264,17 @@ for (const engine of testEngines()) {
  */
 function countReads(database: OpenedDatabase<IdentityDatabase>, match: string) {
   const counted = { reads: 0, database };
-  const { pool, pipeline, sqlite } = database;
-  if (pipeline) {
-    const query = <Row>(statement: PipelinedStatement) => {
-      if (statement.text.includes(match)) counted.reads++;
-      return pipeline.query<Row>(statement);
-    };
-    counted.database = { ...database, pipeline: { ...pipeline, query } };
-  } else if (pool) {
+  const { handles } = database;
+  if (handles.engine === "postgres") {
+    const { pool } = handles;
     const query = (config: { text: string }, values?: unknown[]) => {
       if (config.text.includes(match)) counted.reads++;
       return pool.query(config as never, values);
     };
-    counted.database = { ...database, pool: { query } as unknown as typeof pool };
-  }
-  if (sqlite) {
+    const counting = { query } as unknown as typeof pool;
+    counted.database = { ...database, handles: { ...handles, pool: counting } };
+  } else {
+    const { sqlite } = handles;
     const prepare = (text: string) => {
       const statement = sqlite.prepare(text);
       if (!text.includes(match)) return statement;
@@ -292,7 +287,8 @@ function countReads(database: OpenedDatabase<IdentityDatabase>, match: string) {
         },
       };
     };
-    counted.database = { ...database, sqlite: { prepare } as unknown as typeof sqlite };
+    const counting = { prepare } as unknown as typeof sqlite;
+    counted.database = { ...database, handles: { ...handles, sqlite: counting } };
   }
   return counted;
 }

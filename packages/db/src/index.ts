@@ -1,3 +1,4 @@
+export { createBudgetedReader, isReadTimeout } from "./budgeted-read.ts";
 export {
   type CacheEntries,
   type Change,
@@ -9,16 +10,18 @@ export {
 export { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 export {
   type Engine,
+  type EngineHandles,
   isPostgresUrl,
   type OpenDatabaseOptions,
   type OpenedDatabase,
   openDatabase,
   type PoolMode,
+  type PostgresHandles,
   type ReadOnlyDb,
+  type SqliteHandles,
   type Write,
   type WriteTransaction,
 } from "./open-database.ts";
-export type { Pipeline, PipelinedStatement } from "./pipeline.ts";
 export { isSchemaBehind, type PrepareSchemaOptions, prepareSchema } from "./prepare-schema.ts";
 export {
   createPreparedQuery,
@@ -31,6 +34,11 @@ export {
   type WriteSql,
 } from "./prepared-query.ts";
 export { createRowsReader, type RowsReader } from "./read-rows.ts";
-export type { ReaderPool, ReaderRow, SqlParam } from "./reader-pool.ts";
+export {
+  DEADLINE_FUNCTION,
+  type ReaderPool,
+  type ReaderRow,
+  type SqlParam,
+} from "./reader-pool.ts";
 export { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "./settings.ts";
 export { isDatabaseUnavailable } from "./unavailable.ts";

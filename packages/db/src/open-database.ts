@@ -13,9 +13,7 @@ import {
 import type pg from "pg";
 import { createSqliteChangeDetector } from "./change-detector.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
-import { createGroupCommit } from "./group-commit.ts";
 import { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
-import { createPipeline, type Pipeline } from "./pipeline.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
 
@@ -39,9 +37,8 @@ export interface OpenDatabaseOptions {
   /** SQLite file name inside `dataDir`, such as `identity.sqlite`. */
   fileName: string;
   /**
-   * PostgreSQL pool size: the connections this process opens at most for its writes, transactions
-   * and longer reads. Default 10. In `session` mode one connection more carries the prepared
-   * statements (`OpenedDatabase.pipeline`).
+   * PostgreSQL pool size: the connections this process opens at most for its reads, writes and
+   * transactions. Default 10.
    */
   poolSize?: number;
   /** PostgreSQL: what the server at `databaseUrl` is (`PoolMode`). Default `session`. */
@@ -78,6 +75,34 @@ export type Write<T> = <R>(work: (db: Kysely<T>) => Promise<R>) => Promise<R>;
 /** Runs `work` as a write in one transaction (`OpenedDatabase.transaction`). */
 export type WriteTransaction<T> = <R>(work: (trx: Transaction<T>) => Promise<R>) => Promise<R>;
 
+/** SQLite's connections. Never written through: see `OpenedDatabase.write`. */
+export interface SqliteHandles {
+  engine: "sqlite";
+  /** The service's own connection. */
+  sqlite: DatabaseSync;
+  /** With `readerThreads` only: the threads that run long reads off the service's own. */
+  readers?: ReaderPool;
+  /** With `checkpointThread` only: the thread that checkpoints the WAL. */
+  checkpointer?: Checkpointer;
+}
+
+/** PostgreSQL's connections. */
+export interface PostgresHandles {
+  engine: "postgres";
+  pool: pg.Pool;
+  /** How the server hands out connections; prepared reads follow it. */
+  poolMode: PoolMode;
+  /**
+   * In `session` mode only: a pool of `size` connections of its own whose every statement stops
+   * at `statementTimeoutMs`, set once when each connection opens, so a statement with a budget of
+   * its own is one round trip (no `BEGIN; SET LOCAL …; COMMIT`). Closed with the database.
+   * Behind a transaction pooler, which refuses settings sent at connect: undefined.
+   */
+  openBudgetedPool(settings: { size: number; statementTimeoutMs: number }): pg.Pool | undefined;
+}
+
+export type EngineHandles = SqliteHandles | PostgresHandles;
+
 export interface OpenedDatabase<T> {
   /**
    * The query builder, for reads (a store holds it as a `ReadOnlyDb`). The service's writes go
@@ -96,32 +121,11 @@ export interface OpenedDatabase<T> {
   /** `write` of `work` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction: WriteTransaction<T>;
   /**
-   * The raw SQLite handle (SQLite only), for the reads that skip the query builder
-   * (`createPreparedQuery`, `createRowsReader`). Never written through: see `write`.
+   * The engine's own connections, for the functions of this package that run statements
+   * without the query builder (`createPreparedQuery`, `createRowsReader`,
+   * `createBudgetedReader`): what a store needs of them is there, never the handles.
    */
-  sqlite?: DatabaseSync;
-  /** The PostgreSQL pool (PostgreSQL only). */
-  pool?: pg.Pool;
-  /**
-   * PostgreSQL in `session` mode only: the one connection on which the prepared statements of
-   * every request are pipelined (`createPreparedQuery`, `createPreparedWrite`). Behind a
-   * transaction pooler they go to the pool, one at a time: a pooler may hand a pipelined
-   * statement to another session.
-   */
-  pipeline?: Pipeline;
-  /** PostgreSQL only: how the server hands out connections; prepared reads follow it. */
-  poolMode?: PoolMode;
-  /**
-   * PostgreSQL in `session` mode only: a pool of `size` connections of its own whose every
-   * statement stops at `statementTimeoutMs`, set once when each connection opens, so a statement
-   * with a budget of its own is one round trip (no `BEGIN; SET LOCAL …; COMMIT`). Closed with the
-   * database. Behind a transaction pooler, which refuses settings sent at connect: undefined.
-   */
-  openBudgetedPool?(settings: { size: number; statementTimeoutMs: number }): pg.Pool | undefined;
-  /** SQLite with `readerThreads` only: the threads that run long reads off the service's own. */
-  readers?: ReaderPool;
-  /** SQLite with `checkpointThread` only: the thread that checkpoints the WAL. */
-  checkpointer?: Checkpointer;
+  handles: EngineHandles;
   /**
    * SQLite only: whether anything may have changed since the last call: a commit by another
    * connection or process, or a `write` of this process. Undefined on PostgreSQL, where other
@@ -175,7 +179,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
   sqlite.exec("PRAGMA foreign_keys = ON");
   if (options.cacheMb) sqlite.exec(`PRAGMA cache_size = -${Math.trunc(options.cacheMb * 1024)}`);
   const db = new Kysely<T>({ dialect: createNodeSqliteDialect(sqlite) });
-  const { writes, write, transaction } = createWriter(db, { groupCommit: true });
+  const { writes, write, transaction } = createWriter(db);
   const hasChanged = createSqliteChangeDetector(sqlite, writes);
   const threads = options.readerThreads ?? 0;
   const readers =
@@ -199,9 +203,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
     engine: "sqlite",
     write,
     transaction,
-    sqlite,
-    readers,
-    checkpointer,
+    handles: { engine: "sqlite", sqlite, readers, checkpointer },
     hasChanged,
     migrate,
     readMigrations: readMigrationsOf,
@@ -214,7 +216,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
  * when a write starts and one when it ends, so a change check made while it runs sees a change,
  * and so does the first check after it.
  */
-function createWriter<T>(db: Kysely<T>, options: { groupCommit?: boolean } = {}) {
+function createWriter<T>(db: Kysely<T>) {
   const writes = { count: 0 };
   const write: Write<T> = async (work) => {
     writes.count++;
@@ -224,10 +226,7 @@ function createWriter<T>(db: Kysely<T>, options: { groupCommit?: boolean } = {})
       writes.count++;
     }
   };
-  // SQLite: one connection, so transactions are serial anyway; grouped, they share a commit.
-  const grouped = options.groupCommit ? createGroupCommit(db) : undefined;
-  const transaction: WriteTransaction<T> = (work) =>
-    write((db) => (grouped ? grouped(work) : db.transaction().execute(work)));
+  const transaction: WriteTransaction<T> = (work) => write((db) => db.transaction().execute(work));
   return { writes, write, transaction };
 }
 
@@ -266,7 +265,6 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
     keepAlive: true,
   };
   const pool = openPool(pg, { ...connection, max: options.poolSize ?? 10 });
-  const pipeline = poolMode === "session" ? createPipeline(pg.Client, connection) : undefined;
   const budgetedPools: pg.Pool[] = [];
   const openBudgetedPool = ({
     size,
@@ -280,7 +278,9 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
       ...connection,
       max: size,
       statement_timeout: statementTimeoutMs,
-      query_timeout: statementTimeoutMs + UNANSWERED_GRACE_MS,
+      // The server cancels a statement at its budget and answers; the backstop for one that
+      // never answers stays the requests' own (a loaded server may answer a cancel late).
+      query_timeout: Math.max(statementTimeoutMs, deadlineMs) + UNANSWERED_GRACE_MS,
     });
     budgetedPools.push(budgeted);
     return budgeted;
@@ -300,14 +300,10 @@ function openPostgres<T>(url: string, options: OpenDatabaseOptions): OpenedDatab
     engine: "postgres",
     write,
     transaction,
-    pool,
-    pipeline,
-    poolMode,
-    openBudgetedPool,
+    handles: { engine: "postgres", pool, poolMode, openBudgetedPool },
     migrate,
     readMigrations: (service, migrations) => readMigrations(db, service, migrations),
     async close() {
-      await pipeline?.close();
       await Promise.all(budgetedPools.map((budgeted) => budgeted.end()));
       await db.destroy();
     },

@@ -29,12 +29,11 @@ export type PreparedRows<Row> = (...params: PreparedParam[]) => Promise<readonly
  * A single-row read for a hot path, prepared once and run without the query builder, whose
  * compilation and promise plumbing cost more than an indexed lookup. Write `sql` with `?`
  * placeholders; PostgreSQL gets `$1, $2, …` and a named (server-side prepared) statement on the
- * database's pipelined connection (`OpenedDatabase.pipeline`), so keep it to a few rows read by
- * index. Behind a transaction pooler (`poolMode: "transaction"`), where a statement prepared in
+ * pool, prepared once on each connection. Behind a transaction pooler (`poolMode: "transaction"`), where a statement prepared in
  * one server session is unknown to the next, it goes to the pool and is parsed afresh each time.
  */
 export function createPreparedQuery<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode">,
+  database: Pick<OpenedDatabase<unknown>, "handles">,
   sql: ReadSql,
 ): PreparedQuery<Row> {
   const rows = createReadStatement<Row>(database, sql, true);
@@ -43,7 +42,7 @@ export function createPreparedQuery<Row>(
 
 /** Like `createPreparedQuery`, for a read of many rows (a page of a list). */
 export function createPreparedRows<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode">,
+  database: Pick<OpenedDatabase<unknown>, "handles">,
   sql: ReadSql,
 ): PreparedRows<Row> {
   return createReadStatement<Row>(database, sql, false);
@@ -55,7 +54,7 @@ export function createPreparedRows<Row>(
  * it is counted as every write is. Its rows are those its `RETURNING` clause names.
  */
 export function createPreparedWrite<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode"> & {
+  database: Pick<OpenedDatabase<unknown>, "handles"> & {
     /** `OpenedDatabase.write`, of a database of any schema. */
     write: <R>(work: () => Promise<R>) => Promise<R>;
   },
@@ -74,7 +73,7 @@ export function createPreparedWrite<Row>(
  * the first row only.
  */
 function createReadStatement<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode">,
+  database: Pick<OpenedDatabase<unknown>, "handles">,
   sql: string,
   first: boolean,
 ): PreparedRows<Row> {
@@ -82,14 +81,15 @@ function createReadStatement<Row>(
   return createStatement<Row>(database, sql, first);
 }
 
-/** `sql` prepared on first use, on SQLite's connection or PostgreSQL's pipeline or pool. */
+/** `sql` prepared on first use, on SQLite's connection or on each of PostgreSQL's. */
 function createStatement<Row>(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "pipeline" | "poolMode">,
+  database: Pick<OpenedDatabase<unknown>, "handles">,
   sql: string,
   first: boolean,
 ): PreparedRows<Row> {
-  if (database.sqlite) {
-    const sqlite = database.sqlite;
+  const { handles } = database;
+  if (handles.engine === "sqlite") {
+    const { sqlite } = handles;
     let statement: ReturnType<typeof prepareRowObjects> | undefined;
     return async (...params) => {
       statement ??= prepareRowObjects(sqlite, sql);
@@ -98,15 +98,12 @@ function createStatement<Row>(
       return row ? [row as Row] : [];
     };
   }
-  const pool = database.pool;
-  if (!pool) throw new Error("database has neither SQLite nor PostgreSQL handle");
+  const { pool } = handles;
   let index = 0;
   const text = sql.replace(/\?/g, () => `$${++index}`);
-  if (database.poolMode === "transaction") {
+  if (handles.poolMode === "transaction") {
     return async (...params) => (await pool.query({ text, values: params })).rows as Row[];
   }
   const name = `q_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
-  const pipeline = database.pipeline;
-  if (pipeline) return (...params) => pipeline.query<Row>({ name, text, values: params });
   return async (...params) => (await pool.query({ name, text, values: params })).rows as Row[];
 }

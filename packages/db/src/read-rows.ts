@@ -15,27 +15,26 @@ export type RowsReader = <Row extends object>(query: CompiledQuery) => Promise<R
  * when it has them, and else runs on its own connection, its statement prepared once per text;
  * on PostgreSQL it is an unnamed statement on the pool.
  */
-export function createRowsReader(
-  database: Pick<OpenedDatabase<unknown>, "sqlite" | "pool" | "readers">,
-): RowsReader {
-  const { sqlite, pool, readers } = database;
+export function createRowsReader(database: Pick<OpenedDatabase<unknown>, "handles">): RowsReader {
+  const { handles } = database;
+  if (handles.engine === "postgres") {
+    const { pool } = handles;
+    return async <Row>(query: CompiledQuery) =>
+      (await pool.query({ text: query.sql, values: [...query.parameters] })).rows as Row[];
+  }
+  const { sqlite, readers } = handles;
   if (readers) {
     return async <Row>(query: CompiledQuery) =>
       (await readers.all(query.sql, query.parameters as SqlParam[])) as Row[];
   }
-  if (sqlite) {
-    const statements = new Map<string, ReturnType<typeof prepareRowObjects>>();
-    return async <Row>(query: CompiledQuery) => {
-      let statement = statements.get(query.sql);
-      if (!statement) {
-        if (statements.size >= MAX_STATEMENTS) statements.clear();
-        statement = prepareRowObjects(sqlite, query.sql);
-        statements.set(query.sql, statement);
-      }
-      return statement.all(query.parameters as SqlParam[]) as Row[];
-    };
-  }
-  if (!pool) throw new Error("database has neither SQLite nor PostgreSQL handle");
-  return async <Row>(query: CompiledQuery) =>
-    (await pool.query({ text: query.sql, values: [...query.parameters] })).rows as Row[];
+  const statements = new Map<string, ReturnType<typeof prepareRowObjects>>();
+  return async <Row>(query: CompiledQuery) => {
+    let statement = statements.get(query.sql);
+    if (!statement) {
+      if (statements.size >= MAX_STATEMENTS) statements.clear();
+      statement = prepareRowObjects(sqlite, query.sql);
+      statements.set(query.sql, statement);
+    }
+    return statement.all(query.parameters as SqlParam[]) as Row[];
+  };
 }

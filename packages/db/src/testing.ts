@@ -5,7 +5,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import type { Engine } from "./open-database.ts";
+import type { Engine, OpenedDatabase, SqliteHandles } from "./open-database.ts";
 
 export type { Engine };
 
@@ -207,7 +207,15 @@ max_client_conn = 500
   child.stderr?.on("data", (chunk: Buffer) => {
     log += chunk;
   });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // A pgbouncer that cannot start (not installed: ENOENT) reports "error" and never "exit".
+  let failed: Error | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.once("error", (error) => {
+      failed = error;
+      resolve();
+    });
+  });
   const close = async () => {
     child.kill("SIGINT");
     await exited;
@@ -217,9 +225,9 @@ max_client_conn = 500
   viaBouncer.host = `127.0.0.1:${port}`;
   for (let tries = 0; ; tries++) {
     if (await canConnect(port)) break;
-    if (tries >= 100 || child.exitCode !== null) {
+    if (tries >= 100 || child.exitCode !== null || failed) {
       await close();
-      throw new Error(`pgbouncer did not start: ${log}`);
+      throw new Error(`pgbouncer did not start: ${failed?.message ?? log}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -252,4 +260,10 @@ function canConnect(port: number): Promise<boolean> {
     });
     socket.once("error", () => resolve(false));
   });
+}
+
+/** The SQLite handles of `database`, for a test that reaches under the store; else throws. */
+export function sqliteHandlesOf(database: Pick<OpenedDatabase<unknown>, "handles">): SqliteHandles {
+  if (database.handles.engine !== "sqlite") throw new Error("the database is not SQLite");
+  return database.handles;
 }

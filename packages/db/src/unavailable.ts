@@ -7,7 +7,7 @@ import { READ_TIMEOUT_CODE } from "./reader-pool.ts";
 const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH"]);
 const SERVER_CODES = new Set(["57P01", "57P02", "57P03", "53300", "57014", READ_TIMEOUT_CODE]);
 // node-postgres reports a dropped connection, a pool checkout past its deadline, a client's
-// connect past its deadline (the pipelined connection's, pipeline.ts) and a query the server
+// connect past its deadline and a query the server
 // never answered by message only.
 const PG_MESSAGES =
   /^(Connection terminated|timeout exceeded when trying to connect|timeout expired$|Query read timeout)/;

@@ -6,6 +6,7 @@ import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { sql } from "kysely";
 import { openDatabase } from "../src/index.ts";
+import { sqliteHandlesOf } from "../src/testing.ts";
 
 /** The connection's automatic checkpoint threshold, in frames (0: never). */
 function autocheckpointOf(sqlite: DatabaseSync): number {
@@ -32,8 +33,8 @@ describe("the checkpoint thread (SQLite)", () => {
   });
 
   it("copies the WAL into the database file while SQLite's own checkpoint stays on", async () => {
-    const sqlite = database.sqlite as DatabaseSync;
-    const checkpointer = database.checkpointer;
+    const sqlite = sqliteHandlesOf(database).sqlite;
+    const checkpointer = sqliteHandlesOf(database).checkpointer;
     assert.ok(checkpointer);
     assert.equal(autocheckpointOf(sqlite), 1000);
     const fileBefore = statSync(join(dataDir, "test.sqlite")).size;
@@ -89,7 +90,7 @@ describe("the checkpoint thread (SQLite)", () => {
       ),
     );
     await Promise.all(writes);
-    await database.checkpointer?.next();
+    await sqliteHandlesOf(database).checkpointer?.next();
     await database.close();
     const reopened = new DatabaseSync(join(dataDir, "test.sqlite"));
     try {
@@ -102,15 +103,18 @@ describe("the checkpoint thread (SQLite)", () => {
   });
 
   it("ends its thread on close", async () => {
-    await database.checkpointer?.close();
-    await assert.rejects(database.checkpointer?.next() ?? Promise.resolve(), /closed/);
+    await sqliteHandlesOf(database).checkpointer?.close();
+    await assert.rejects(
+      sqliteHandlesOf(database).checkpointer?.next() ?? Promise.resolve(),
+      /closed/,
+    );
   });
 
   it("is not started unless asked for", async () => {
     const other = openDatabase({ dataDir, fileName: "other.sqlite" });
     try {
-      assert.equal(other.checkpointer, undefined);
-      assert.equal(autocheckpointOf(other.sqlite as DatabaseSync), 1000);
+      assert.equal(sqliteHandlesOf(other).checkpointer, undefined);
+      assert.equal(autocheckpointOf(sqliteHandlesOf(other).sqlite), 1000);
     } finally {
       await other.close();
     }

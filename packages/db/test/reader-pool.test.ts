@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { openDatabase } from "../src/index.ts";
+import { openDatabase, type ReaderPool } from "../src/index.ts";
 import { createReaderPool, READ_TIMEOUT_CODE } from "../src/reader-pool.ts";
+import { sqliteHandlesOf } from "../src/testing.ts";
 
 /** A statement that counts to `n` one row at a time (~10 M rows a second). */
 const countTo = (n: number, check = "") =>
@@ -21,13 +22,15 @@ function isReadTimeout(error: Error) {
 describe("reader threads (SQLite)", () => {
   let dataDir: string;
   let database: ReturnType<typeof openDatabase>;
-  let readers: NonNullable<typeof database.readers>;
+  let readers: ReaderPool;
 
   before(() => {
     dataDir = mkdtempSync(join(tmpdir(), "agentpass-readers-"));
     database = openDatabase({ dataDir, fileName: "test.sqlite", readerThreads: 2 });
-    database.sqlite?.exec("CREATE TABLE items (id integer PRIMARY KEY, name text NOT NULL)");
-    readers = database.readers as NonNullable<typeof database.readers>;
+    sqliteHandlesOf(database).sqlite.exec(
+      "CREATE TABLE items (id integer PRIMARY KEY, name text NOT NULL)",
+    );
+    readers = sqliteHandlesOf(database).readers as ReaderPool;
   });
   after(async () => {
     await database.close();
@@ -50,7 +53,7 @@ describe("reader threads (SQLite)", () => {
   }
 
   it("reads rows as objects of their columns by name, parameters bound in order", async () => {
-    database.sqlite?.exec(
+    sqliteHandlesOf(database).sqlite.exec(
       "INSERT INTO items (id, name) VALUES (1, 'one'), (2, 'two'), (3, 'three')",
     );
     assert.deepEqual(
@@ -64,7 +67,9 @@ describe("reader threads (SQLite)", () => {
 
   it("sees every write committed on the service's own connection before the read", async () => {
     for (let id = 10; id < 60; id++) {
-      database.sqlite?.prepare("INSERT INTO items (id, name) VALUES (?, ?)").run(id, `n${id}`);
+      sqliteHandlesOf(database)
+        .sqlite.prepare("INSERT INTO items (id, name) VALUES (?, ?)")
+        .run(id, `n${id}`);
       // Many reads at once, so both threads serve some of them.
       const counts = await Promise.all(
         Array.from({ length: 4 }, () =>
@@ -92,7 +97,9 @@ describe("reader threads (SQLite)", () => {
       /readonly/,
     );
     assert.equal(
-      database.sqlite?.prepare("SELECT count(*) AS n FROM items WHERE id = 100").get()?.n,
+      sqliteHandlesOf(database)
+        .sqlite.prepare("SELECT count(*) AS n FROM items WHERE id = 100")
+        .get()?.n,
       0,
     );
   });
@@ -203,7 +210,7 @@ describe("reader threads (SQLite)", () => {
     const script = `
       import { openDatabase } from ${JSON.stringify(new URL("../src/index.ts", import.meta.url).href)};
       const database = openDatabase({ dataDir: ${JSON.stringify(dataDir)}, fileName: "test.sqlite", readerThreads: 2 });
-      const rows = await Promise.all([1, 2, 3].map(() => database.readers.all("SELECT count(*) AS n FROM items", [])));
+      const rows = await Promise.all([1, 2, 3].map(() => database.handles.readers.all("SELECT count(*) AS n FROM items", [])));
       console.log(JSON.stringify(rows.map((r) => r[0].n > 0)));
     `;
     const file = join(dataDir, "script.mjs");

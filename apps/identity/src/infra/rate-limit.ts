@@ -134,10 +134,7 @@ const ADD_HITS = `INSERT INTO rate_limits (key, window_start, count)
   RETURNING count, window_start + ? - ${DATABASE_NOW_MS} AS "resetMs"` as const;
 
 /** What the counters in PostgreSQL write through: a prepared write, counted as every write. */
-export type CounterDatabase = Pick<
-  OpenedDatabase<IdentityDatabase>,
-  "write" | "sqlite" | "pool" | "pipeline" | "poolMode"
->;
+export type CounterDatabase = Pick<OpenedDatabase<IdentityDatabase>, "write" | "handles">;
 
 /**
  * Counters in the `rate_limits` table: every instance on one PostgreSQL shares them, and the

@@ -71,10 +71,7 @@ export function filteredListQueries(
  * their budget of `searchTimeoutMs` each (search-reader.ts).
  */
 export function createFilteredList(
-  database: Pick<
-    OpenedDatabase<NotesDatabase>,
-    "db" | "engine" | "sqlite" | "pool" | "readers" | "openBudgetedPool"
-  >,
+  database: Pick<OpenedDatabase<NotesDatabase>, "db" | "engine" | "handles">,
   searchTimeoutMs: number,
 ) {
   const readRows = createRowsReader(database);

@@ -15,10 +15,7 @@ import type { ListQuery, NotesPage } from "./types.ts";
  * page counts the user's notes.
  */
 export function createPlainList(
-  database: Pick<
-    OpenedDatabase<NotesDatabase>,
-    "engine" | "sqlite" | "pool" | "pipeline" | "poolMode"
-  >,
+  database: Pick<OpenedDatabase<NotesDatabase>, "engine" | "handles">,
 ) {
   const columns = listedNoteColumns(database.engine);
   // One statement per page size (1 to 500), and for each a first page without OFFSET: SQLite

@@ -1,6 +1,7 @@
+import { DEADLINE_FUNCTION } from "@agentpass/db";
 import { type RawBuilder, sql } from "kysely";
 import { listedNoteColumns } from "./rows.ts";
-import { DEADLINE_FUNCTION, likePattern, MIN_INDEXED_LENGTH, type SearchSql } from "./search.ts";
+import { likePattern, MIN_INDEXED_LENGTH, type SearchSql } from "./search.ts";
 import type { ListQuery } from "./types.ts";
 
 /**

@@ -16,13 +16,6 @@ export const MIN_INDEXED_LENGTH = 3;
  */
 export const SEARCH_LIMITS = { terms: 10, shortTerms: 3, termLength: 64, trigramRepeats: 3 };
 
-/**
- * SQLite: the SQL function that fails a read once its deadline has passed, on the reader threads
- * (`DEADLINE_FUNCTION` of `@agentpass/db`'s reader-pool.ts) and on the service's own connection
- * (search-reader.ts).
- */
-export const DEADLINE_FUNCTION = "within_deadline";
-
 /** Splits a search string into its terms: whitespace-separated, empty ones dropped. */
 export function searchTerms(search: string | undefined): string[] {
   return search?.split(/\s+/u).filter((term) => term !== "") ?? [];

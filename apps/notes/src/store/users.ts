@@ -14,7 +14,7 @@ import type { User } from "./types.ts";
 export function createUsers(
   database: Pick<
     OpenedDatabase<NotesDatabase>,
-    "db" | "engine" | "write" | "sqlite" | "pool" | "pipeline" | "poolMode" | "hasChanged"
+    "db" | "engine" | "write" | "handles" | "hasChanged"
   >,
 ) {
   const reads: ReadOnlyDb<NotesDatabase> = database.db;
@@ -87,7 +87,7 @@ export function createUsers(
  * 0010): one statement, whatever the number of users.
  */
 function postgresUserChanges(
-  database: Pick<OpenedDatabase<NotesDatabase>, "sqlite" | "pool" | "pipeline" | "poolMode">,
+  database: Pick<OpenedDatabase<NotesDatabase>, "handles">,
 ): () => Promise<boolean> {
   const version = createPreparedQuery<{ version: number }>(
     database,
