@@ -10,7 +10,6 @@ import {
   type Listener,
   type LoopbackRequest,
 } from "@agentpass/http";
-import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { Config } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
@@ -38,12 +37,10 @@ import { createUsageStore } from "./store/usage-store.ts";
 import { createWebStore } from "./store/web-store.ts";
 
 export interface IdentityService {
-  /** Answers every request: the API endpoints, then the pages. */
+  /** Answers every request: the API endpoints and the pages, through the one router. */
   listener: Listener;
   /** The API endpoints, as defined once (the OpenAPI document is generated from them). */
   endpoints: Endpoint[];
-  /** The pages (dashboard, sign-in, directory, device approval). */
-  pages: Hono;
   /** A request through `listener` over a loopback socket (tests and tools), like `fetch`. */
   request: LoopbackRequest;
   ctx: IdentityContext;
@@ -127,7 +124,7 @@ export async function openIdentityService(
     const purges = schedulePurges(database, clock, (error) =>
       logger.warn({ err: error }, "could not purge expired rows"),
     );
-    const { listener, endpoints, pages } = createApp({
+    const { listener, endpoints } = createApp({
       ctx,
       logger,
       publicUrl: config.publicUrl,
@@ -141,7 +138,6 @@ export async function openIdentityService(
     return {
       listener,
       endpoints,
-      pages,
       request: loopback.request,
       ctx,
       database,

@@ -17,9 +17,9 @@ let assets: { css: Uint8Array; bundle: Uint8Array } | undefined;
 
 /**
  * The endpoints that publish a service's API: its OpenAPI document at `/api/openapi.json`,
- * generated from `endpoints` and the routes served elsewhere that clients must know of (public:
- * any origin may read it), and at `/docs` an API reference (Swagger UI from its npm package, no
- * CDN) with every request body, parameter, answer and example.
+ * generated from `endpoints` and the other routes clients must know of (public: any origin may
+ * read it), and at `/docs` an API reference (Swagger UI from its npm package, no CDN) with every
+ * request body, parameter, answer and example.
  */
 export function apiDocsEndpoints(
   endpoints: readonly DocumentedRoute[],

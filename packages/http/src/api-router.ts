@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { clientAddressOf, type TrustProxy } from "./client-address.ts";
-import type { Answer, Endpoint, EndpointRequest } from "./endpoint.ts";
-import { answerError, COMMON_ERRORS, HttpError } from "./http-error.ts";
-import { type JsonBody, readIncomingJson, readIncomingText } from "./read-body.ts";
+import { ApiRequest, headerOf } from "./api-request.ts";
+import type { TrustProxy } from "./client-address.ts";
+import { type Answer, type Endpoint, isPage, type Page, type RefusedRequest } from "./endpoint.ts";
+import { answerError, COMMON_ERRORS, HttpError, type PlainAnswer } from "./http-error.ts";
 
-/** A request listener: answers, or hands the request to what comes after. */
+/** A request listener, as `node:http` calls it. */
 export type Listener = (request: IncomingMessage, response: ServerResponse) => void;
 
 export interface ApiOptions {
@@ -18,41 +18,53 @@ export interface ApiOptions {
   isUnavailable?: (error: unknown) => boolean;
   /** Turns what a handler threw into what to answer (a domain refusal into an `HttpError`). */
   mapError?: (error: unknown) => unknown;
-  /** Requests for a path no endpoint has (the service's pages); unset: JSON 404. */
-  fallback?: Listener;
+  /**
+   * How refusals and faults are answered on requests that reach no API endpoint: a page, a path
+   * nothing serves. Unset: JSON `{ error, code }`, as on the endpoints. (The identity service
+   * answers a browser there with an HTML page.)
+   */
+  renderPageError?: (answer: PlainAnswer, request: RefusedRequest) => Answer;
 }
 
-interface Route {
+/** The routes of one path template, by method. */
+interface PathRoutes {
   pattern: RegExp | undefined;
   names: string[];
   path: string;
-  byMethod: Map<string, Endpoint>;
+  byMethod: Map<string, Endpoint | Page>;
+  /** Whether an API endpoint is among them: then the path answers CORS preflights. */
+  api: boolean;
 }
 
 /**
- * The one router of a service's API endpoints, straight on `node:http`: it matches the path,
- * runs the endpoint's handler and writes the answer through `respond`, which gives every answer
- * the shared headers, the request id and its access-log line. A known path asked with another
- * method is a 405 naming the methods it takes; a path no endpoint has goes to `fallback`.
+ * The one router of a service, straight on `node:http`, for its API endpoints and its pages
+ * alike: it matches the path, runs the handler and writes the answer through `respond`, which
+ * gives every answer the shared headers, the request id and its access-log line. A known path
+ * asked with another method is a 405 naming the methods it takes; an unknown path is a 404.
  */
-export function createApiListener(endpoints: readonly Endpoint[], options: ApiOptions): Listener {
-  const exact = new Map<string, Route>();
-  const templated: Route[] = [];
-  for (const endpoint of endpoints) {
-    const names = [...endpoint.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
-    let route = names.length === 0 ? exact.get(endpoint.path) : undefined;
-    route ??= templated.find((candidate) => candidate.path === endpoint.path);
+export function createApiListener(
+  routes: readonly (Endpoint | Page)[],
+  options: ApiOptions,
+): Listener {
+  const exact = new Map<string, PathRoutes>();
+  const templated: PathRoutes[] = [];
+  for (const definition of routes) {
+    const names = [...definition.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
+    let route = names.length === 0 ? exact.get(definition.path) : undefined;
+    route ??= templated.find((candidate) => candidate.path === definition.path);
     if (!route) {
       route = {
-        pattern: patternOf(endpoint.path, names),
+        pattern: patternOf(definition.path, names),
         names,
-        path: endpoint.path,
+        path: definition.path,
         byMethod: new Map(),
+        api: false,
       };
-      if (names.length === 0) exact.set(endpoint.path, route);
+      if (names.length === 0) exact.set(definition.path, route);
       else templated.push(route);
     }
-    route.byMethod.set(endpoint.method, endpoint);
+    route.byMethod.set(definition.method, definition);
+    if (!isPage(definition)) route.api = true;
   }
 
   return (incoming, response) => {
@@ -73,25 +85,30 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
       }
     }
     if (!route) {
-      if (options.fallback) return options.fallback(incoming, response);
-      return respondError(
-        new HttpError(COMMON_ERRORS.not_found),
-        exchange(incoming, response, path),
-      );
+      const current = exchange(incoming, response, path);
+      current.renderError = pageErrorRenderer(current);
+      return respondError(new HttpError(COMMON_ERRORS.not_found), current);
     }
     const method = incoming.method === "HEAD" ? "GET" : (incoming.method ?? "GET");
-    const endpoint = route.byMethod.get(method);
+    const definition = route.byMethod.get(method);
     const current = exchange(incoming, response, path, route.path);
-    if (!endpoint) {
+    if (!definition) {
       const allow = allowOf(route);
-      if (incoming.method === "OPTIONS") return respond(current, preflight(route, allow));
+      if (!route.api) current.renderError = pageErrorRenderer(current);
+      else if (incoming.method === "OPTIONS") return respond(current, preflight(route, allow));
       return respondError(
         new HttpError(COMMON_ERRORS.method_not_allowed, { headers: { Allow: allow } }),
         current,
       );
     }
-    current.cors = endpoint.public === true;
-    current.renderError = endpoint.renderError;
+    let maxBodyBytes = options.maxBodyBytes;
+    if (isPage(definition)) {
+      current.renderError = pageErrorRenderer(current);
+    } else {
+      current.cors = definition.public === true;
+      current.renderError = definition.renderError;
+      maxBodyBytes = definition.maxBodyBytes ?? maxBodyBytes;
+    }
     let params: Record<string, string> = {};
     if (values) {
       params = {};
@@ -105,11 +122,11 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
     }
     const request = new ApiRequest(incoming, path, url, queryStart, params, {
       trustProxy: options.trustProxy,
-      maxBodyBytes: endpoint.maxBodyBytes ?? options.maxBodyBytes,
+      maxBodyBytes,
     });
     let answered: ReturnType<Endpoint["handle"]>;
     try {
-      answered = endpoint.handle(request);
+      answered = definition.handle(request);
     } catch (error) {
       return respondError(error, current);
     }
@@ -137,10 +154,21 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
       route,
       started: performance.now(),
       cors: false,
-      renderError: undefined as Endpoint["renderError"],
+      renderError: undefined as ((answer: PlainAnswer) => Answer) | undefined,
     };
   }
   type Exchange = ReturnType<typeof exchange>;
+
+  /** The service's renderer of page errors, for this request; none: JSON. */
+  function pageErrorRenderer(current: Exchange): Exchange["renderError"] {
+    const render = options.renderPageError;
+    if (!render) return undefined;
+    const request: RefusedRequest = {
+      path: current.path,
+      header: (name) => headerOf(current.incoming, name),
+    };
+    return (answer) => render(answer, request);
+  }
 
   function settle(answer: Answer | HttpError, current: Exchange): void {
     safely(current, () =>
@@ -176,7 +204,7 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
   function respond(current: Exchange, answer: Answer, requestId = randomUUID()): void {
     const { incoming, response } = current;
     const data = answer.body === undefined ? answer.content?.data : JSON.stringify(answer.body);
-    const headers: Record<string, string | number> = {
+    const headers: Record<string, string | string[] | number> = {
       "x-content-type-options": "nosniff",
       "x-request-id": requestId,
     };
@@ -186,7 +214,9 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
         typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
     }
     if (current.cors) headers["access-control-allow-origin"] = "*";
-    for (const name in answer.headers) headers[name.toLowerCase()] = answer.headers[name] as string;
+    for (const name in answer.headers) {
+      headers[name.toLowerCase()] = answer.headers[name] as string | string[];
+    }
     const { onWritten } = answer;
     if (onWritten) {
       // A connection that closed while the handler ran (a reset) has already said "close".
@@ -206,14 +236,14 @@ export function createApiListener(endpoints: readonly Endpoint[], options: ApiOp
 }
 
 /** What the access log names a request to no known route (its path may hold anything). */
-export const UNKNOWN_ROUTE = "(unknown)";
+const UNKNOWN_ROUTE = "(unknown)";
 
 /**
  * The access-log line of one answered request, at `info`: method, route (the path template, such
  * as `/api/notes/{id}`: never the path's own values or the query, which may carry a secret),
  * status, duration and request id.
  */
-export function logRequest(
+function logRequest(
   logger: Logger,
   request: { requestId: string; method: string; route: string; status: number; started: number },
 ): void {
@@ -232,8 +262,10 @@ export function logRequest(
  * no `Access-Control-Allow-Origin`, so no browser page of another origin may call them with a
  * secret. Answered before any authentication: a preflight carries no credentials.
  */
-function preflight(route: Route, allow: string): Answer {
-  const open = [...route.byMethod.values()].some((endpoint) => endpoint.public === true);
+function preflight(route: PathRoutes, allow: string): Answer {
+  const open = [...route.byMethod.values()].some(
+    (definition) => !isPage(definition) && definition.public === true,
+  );
   if (!open) return { status: 204, headers: { Allow: allow } };
   return {
     status: 204,
@@ -247,10 +279,11 @@ function preflight(route: Route, allow: string): Answer {
   };
 }
 
-function allowOf(route: Route): string {
+/** The methods a path answers: HEAD with GET, and OPTIONS (preflights) where it serves API. */
+function allowOf(route: PathRoutes): string {
   const methods = new Set(route.byMethod.keys());
   if (methods.has("GET")) methods.add("HEAD");
-  methods.add("OPTIONS");
+  if (route.api) methods.add("OPTIONS");
   return [...methods].sort().join(", ");
 }
 
@@ -277,57 +310,5 @@ function decodeSegment(segment: string): string | undefined {
     return decodeURIComponent(segment);
   } catch {
     return undefined;
-  }
-}
-
-class ApiRequest implements EndpointRequest {
-  readonly method: string;
-  readonly incoming: IncomingMessage;
-  readonly path: string;
-  readonly params: Readonly<Record<string, string>>;
-  private readonly url: string;
-  private readonly queryStart: number;
-  private readonly options: Pick<ApiOptions, "trustProxy" | "maxBodyBytes">;
-  #query: URLSearchParams | undefined;
-
-  constructor(
-    incoming: IncomingMessage,
-    path: string,
-    url: string,
-    queryStart: number,
-    params: Readonly<Record<string, string>>,
-    options: Pick<ApiOptions, "trustProxy" | "maxBodyBytes">,
-  ) {
-    this.incoming = incoming;
-    this.method = incoming.method ?? "GET";
-    this.path = path;
-    this.url = url;
-    this.queryStart = queryStart;
-    this.params = params;
-    this.options = options;
-  }
-
-  get query(): URLSearchParams {
-    this.#query ??= new URLSearchParams(
-      this.queryStart === -1 ? "" : this.url.slice(this.queryStart + 1),
-    );
-    return this.#query;
-  }
-
-  header(name: string): string | undefined {
-    const value = this.incoming.headers[name];
-    return Array.isArray(value) ? value.join(", ") : value;
-  }
-
-  readJson(): Promise<JsonBody> {
-    return readIncomingJson(this.incoming, this.options.maxBodyBytes);
-  }
-
-  readText(): Promise<string | undefined> {
-    return readIncomingText(this.incoming, this.options.maxBodyBytes);
-  }
-
-  clientIp(): string {
-    return clientAddressOf(this.options.trustProxy, this.incoming);
   }
 }

@@ -14,6 +14,8 @@ export interface EndpointRequest {
   readonly params: Readonly<Record<string, string>>;
   /** The query's parameters, decoded. */
   readonly query: URLSearchParams;
+  /** The query as sent, without its `?` ("" for none). */
+  readonly search: string;
   /** A header by lower-case name, repeated values joined with ", ". */
   header(name: string): string | undefined;
   /** The body as JSON whatever its Content-Type; a 413 `HttpError` over the service's limit. */
@@ -25,12 +27,16 @@ export interface EndpointRequest {
   readonly incoming: IncomingMessage;
 }
 
+/** What an error renderer may read of the request it answers. */
+export type RefusedRequest = Pick<EndpointRequest, "path" | "header">;
+
 /** An answer: `body` written as JSON, or `content` as it is (none for a 204). */
 export interface Answer {
   status: number;
   body?: unknown;
   content?: { type: string; data: string | Uint8Array };
-  headers?: Record<string, string>;
+  /** Headers by name; a list is sent as that many headers (`Set-Cookie`). */
+  headers?: Record<string, string | string[]>;
   /**
    * Called once the exchange ends: true when the answer was handed whole to the network, false
    * when the connection closed before (the client never got it). For answers that give a secret
@@ -76,4 +82,26 @@ export interface Endpoint {
 /** Identity function that types an endpoint definition. */
 export function defineEndpoint(endpoint: Endpoint): Endpoint {
   return endpoint;
+}
+
+/**
+ * A page (an HTML view or form, an asset), served by the same router as the endpoints: the same
+ * request, the same answer, request id and access-log line. Pages are not API: the OpenAPI
+ * document leaves them out, and a path only pages serve answers no CORS preflight.
+ */
+export interface Page {
+  method: "GET" | "POST";
+  /** A path template like an endpoint's: `/keys/{keyId}/revoke`. */
+  path: string;
+  handle(request: EndpointRequest): Promise<Answer> | Answer;
+}
+
+/** Identity function that types a page definition. */
+export function definePage(page: Page): Page {
+  return page;
+}
+
+/** Whether a route the router serves is a page, not an API endpoint. */
+export function isPage(route: Endpoint | Page): route is Page {
+  return !("operation" in route);
 }

@@ -1,6 +1,4 @@
 import { randomUUID } from "node:crypto";
-import type { Context } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
 
 /** One refusal of a service's error table: a stable machine code, its status and message. */
@@ -39,7 +37,7 @@ export const COMMON_ERRORS = defineErrors({
  * throw one.
  */
 export class HttpError extends Error {
-  readonly status: ContentfulStatusCode;
+  readonly status: number;
   readonly code: string;
   readonly headers: Record<string, string> | undefined;
   /** More fields of the JSON body beside `error` and `code`, such as validation `details`. */
@@ -55,7 +53,7 @@ export class HttpError extends Error {
     } = {},
   ) {
     super(options.message ?? def.message);
-    this.status = def.status as ContentfulStatusCode;
+    this.status = def.status;
     this.code = def.code;
     this.headers = options.headers;
     this.extra = options.extra;
@@ -116,29 +114,6 @@ export function answerError(
     body: { error: message, code, requestId },
     headers: { "X-Request-Id": requestId },
   };
-}
-
-/** Renders every error as JSON `{ error }`, as `answerError` decides. */
-export function createErrorHandler(
-  logger: Logger,
-  isUnavailable: (error: unknown) => boolean = () => false,
-) {
-  return (error: Error, c: Context) => {
-    if (error instanceof HttpError && error.code !== COMMON_ERRORS.body_incomplete.code) {
-      return renderError(c, error);
-    }
-    const answer = answerError(
-      error,
-      logger,
-      { method: c.req.method, path: c.req.path },
-      isUnavailable,
-    );
-    return c.json(answer.body, answer.status as ContentfulStatusCode, answer.headers);
-  };
-}
-
-export function renderError(c: Context, error: HttpError): Response {
-  return c.json(error.body, error.status, error.headers);
 }
 
 export type BearerCredential =

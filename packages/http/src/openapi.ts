@@ -50,10 +50,10 @@ const ValidationDetails = z
   .meta({ id: "ValidationDetails", description: "Why the body or query was refused" });
 
 /**
- * A route as the document describes it: an `Endpoint` the API router serves, or one served
- * elsewhere that clients must still know of (a page such as an OAuth authorization endpoint, a
- * method the router refuses with 405 that a protocol tells clients to try). A route served
- * elsewhere is described here only: the contract test holds it to its live answers.
+ * A route as the document describes it: an `Endpoint`, or a route that is none but that clients
+ * must still know of (a page such as an OAuth authorization endpoint, a method the router refuses
+ * with 405 that a protocol tells clients to try). Such a route is described here only: the
+ * contract test holds it to its live answers.
  */
 export type DocumentedRoute = Pick<Endpoint, "method" | "path" | "operation" | "errors"> & {
   undocumented?: boolean;

@@ -1,5 +1,4 @@
 import type { IncomingMessage } from "node:http";
-import type { Context } from "hono";
 import { COMMON_ERRORS, HttpError, requestAborted } from "./http-error.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -8,20 +7,10 @@ const NO_BYTES = new Uint8Array(0);
 export type JsonBody = { ok: true; value: unknown } | { ok: false; empty: boolean };
 
 /**
- * Reads the request body as JSON whatever its Content-Type. Over `maxBytes` is a 413
- * `Request body too large`, refused before reading when Content-Length says so.
- * Invalid UTF-8 counts as not JSON.
- *
- * On Node the body is read straight from the socket's IncomingMessage: going through the Fetch
- * `Request` would build a web stream for every request, which costs more than the whole verify.
- */
-export async function readJsonBody(c: Context, maxBytes: number): Promise<JsonBody> {
-  return parseJsonText(await readTextBody(c, maxBytes));
-}
-
-/**
- * The body of a plain Node request as JSON, for a handler that runs before the framework: a
- * 413 `HttpError` over `maxBytes` (by Content-Length or as it arrives).
+ * The body of a Node request as JSON whatever its Content-Type: a 413 `HttpError` over
+ * `maxBytes` (by Content-Length, before reading, or as it arrives). Invalid UTF-8 counts as not
+ * JSON. Read straight from the socket's IncomingMessage: a Fetch `Request` would build a web
+ * stream for every request, which costs more than the whole verify.
  */
 export async function readIncomingJson(
   incoming: IncomingMessage,
@@ -31,7 +20,7 @@ export async function readIncomingJson(
   return parseJsonText(decode(await readIncoming(incoming, maxBytes)));
 }
 
-/** The body of a plain Node request as UTF-8 text (undefined when it is not); 413 over `maxBytes`. */
+/** The body of a Node request as UTF-8 text (undefined when it is not); 413 over `maxBytes`. */
 export async function readIncomingText(
   incoming: IncomingMessage,
   maxBytes: number,
@@ -58,20 +47,6 @@ function parseJsonText(text: string | undefined): JsonBody {
   } finally {
     Error.stackTraceLimit = limit;
   }
-}
-
-/**
- * Reads the request body as UTF-8 text: undefined when it is not valid UTF-8, a 413
- * `Request body too large` over `maxBytes`.
- */
-export async function readTextBody(c: Context, maxBytes: number): Promise<string | undefined> {
-  const declared = Number(readHeader(c, "content-length"));
-  if (declared > maxBytes) throw tooLarge();
-  const incoming = incomingOf(c);
-  const bytes = incoming
-    ? await readIncoming(incoming, maxBytes)
-    : await readFetchBody(c.req.raw, maxBytes);
-  return decode(bytes);
 }
 
 function decode(bytes: Uint8Array): string | undefined {
@@ -109,27 +84,6 @@ function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Uint
       if (!incoming.readableEnded) reject(requestAborted());
     });
   });
-}
-
-/**
- * A request header by lower-case name. On Node it is read from the parsed IncomingMessage:
- * `c.req.header()` would first build a Fetch `Headers` object for the request.
- */
-export function readHeader(c: Context, name: string): string | undefined {
-  const incoming = incomingOf(c);
-  if (!incoming) return c.req.header(name);
-  const value = incoming.headers[name];
-  return Array.isArray(value) ? value.join(", ") : value;
-}
-
-function incomingOf(c: Context): IncomingMessage | undefined {
-  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-}
-
-async function readFetchBody(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.length > maxBytes) throw tooLarge();
-  return bytes;
 }
 
 function tooLarge(): HttpError {

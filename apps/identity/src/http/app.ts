@@ -1,23 +1,13 @@
-import { type KeyObject, randomUUID } from "node:crypto";
-import type { IncomingMessage } from "node:http";
+import type { KeyObject } from "node:crypto";
 import { isDatabaseUnavailable } from "@agentpass/db";
 import {
-  allowedMethods,
-  answerError,
   apiDocsEndpoints,
-  COMMON_ERRORS,
-  clientAddressOf,
   createApiListener,
-  createErrorHandler,
   type Endpoint,
   type Listener,
-  logRequest,
+  type Page,
   type TrustProxy,
-  UNKNOWN_ROUTE,
 } from "@agentpass/http";
-import { getRequestListener } from "@hono/node-server";
-import { type Context, Hono } from "hono";
-import { matchedRoutes } from "hono/route";
 import type { Logger } from "pino";
 import type { RateLimitSettings } from "../config.ts";
 import type { IdentityContext } from "../context.ts";
@@ -44,8 +34,8 @@ import { deviceRoutes } from "./pages/device.ts";
 import { directoryRoutes } from "./pages/directory.ts";
 import { partnerPages } from "./pages/partners.ts";
 import { signInPages } from "./pages/sign-in.ts";
-import { FAVICON, SCRIPT, STYLESHEET } from "./web/assets.ts";
-import { errorPage, wantsPage } from "./web/error-page.ts";
+import { assetRoutes } from "./web/assets.ts";
+import { renderPageError } from "./web/error-page.ts";
 import { createWebGuard } from "./web/guard.ts";
 
 export interface AppOptions {
@@ -64,35 +54,12 @@ export interface AppOptions {
 }
 
 /**
- * The identity service's HTTP interface: its API endpoints (each defined once, served by the one
- * API router and described by the generated OpenAPI document), and the pages (Hono) for every
- * other path. It knows the domain only through `ctx`.
+ * The identity service's HTTP interface: its API endpoints (each defined once, described by the
+ * generated OpenAPI document) and its pages, all served by the one router. It knows the domain
+ * only through `ctx`.
  */
-export function createApp(options: AppOptions): {
-  listener: Listener;
-  endpoints: Endpoint[];
-  pages: Hono;
-} {
+export function createApp(options: AppOptions): { listener: Listener; endpoints: Endpoint[] } {
   const { ctx, logger, publicUrl, mailer } = options;
-  const clientIp = (c: Context) =>
-    clientAddressOf(
-      options.trustProxy,
-      (c.env as { incoming?: IncomingMessage } | undefined)?.incoming,
-    );
-  const app = new Hono();
-  // Headers are set before the handler runs: set on a finished response, they would make the
-  // Node adapter rebuild it.
-  app.use(async (c, next) => {
-    const started = performance.now();
-    const requestId = randomUUID();
-    c.header("X-Content-Type-Options", "nosniff");
-    c.header("X-Request-Id", requestId);
-    await next();
-    // The route's template, never the path itself: a path may hold anything, a secret included.
-    const handler = matchedRoutes(c).findLast((route) => route.method !== "ALL");
-    const route = handler?.path ?? UNKNOWN_ROUTE;
-    logRequest(logger, { requestId, method: c.req.method, route, status: c.res.status, started });
-  });
   const limits = rateLimits(options.rateLimitSettings);
   const limiter = (name: keyof typeof limits) =>
     createRateLimiter(options.rateLimitStore, { name, ...limits[name], clock: ctx.clock });
@@ -144,17 +111,10 @@ export function createApp(options: AppOptions): {
     ...apiDocsEndpoints([...api, AUTHORIZE_PAGE], apiDescription(publicUrl)),
   ];
 
-  app.route("/", directoryRoutes(ctx, guard));
-  app.route(
-    "/",
-    deviceRoutes(ctx, guard, {
-      perAccount: limiter("deviceCodeGuessesPerAccount"),
-      clientIp,
-    }),
-  );
-  app.route(
-    "/",
-    signInPages({
+  const pages: Page[] = [
+    ...directoryRoutes(ctx, guard),
+    ...deviceRoutes(ctx, guard, { perAccount: limiter("deviceCodeGuessesPerAccount") }),
+    ...signInPages({
       ctx,
       guard,
       mailer,
@@ -164,58 +124,21 @@ export function createApp(options: AppOptions): {
         perRememberedBrowser: limiter("signInCodesPerRememberedBrowser"),
       },
       publicUrl,
-      clientIp,
     }),
-  );
-  app.route("/", accountPages(ctx, guard, publicUrl));
-  app.route("/", connectedAppRoutes(ctx, guard));
-  app.route("/", partnerPages(ctx, guard, fetchDocument));
-  app.route("/", consentPages(ctx, guard, oauth, clientIp));
-  const assetHeaders = { "Cache-Control": "public, max-age=3600" };
-  app.get("/assets/style.css", (c) =>
-    c.body(STYLESHEET, 200, { ...assetHeaders, "Content-Type": "text/css; charset=utf-8" }),
-  );
-  app.get("/assets/app.js", (c) =>
-    c.body(SCRIPT, 200, { ...assetHeaders, "Content-Type": "text/javascript; charset=utf-8" }),
-  );
-  app.get("/favicon.svg", (c) =>
-    c.body(FAVICON, 200, { ...assetHeaders, "Content-Type": "image/svg+xml" }),
-  );
-  app.get("/favicon.ico", (c) => c.redirect("/favicon.svg", 301));
-  // A known path asked with another method is a 405 naming the methods it takes; else a 404.
-  // Browsers get a page, API clients JSON.
-  app.notFound((c) => {
-    const allow = allowedMethods(app.routes, c.req.path);
-    const refusal = allow.length > 0 ? COMMON_ERRORS.method_not_allowed : COMMON_ERRORS.not_found;
-    if (allow.length > 0) c.header("Allow", allow.join(", "));
-    const status = refusal.status as 404 | 405;
-    return wantsPage(c)
-      ? c.html(errorPage(status, refusal.message), status)
-      : c.json({ error: refusal.message, code: refusal.code }, status);
-  });
-  const answerJson = createErrorHandler(logger, isDatabaseUnavailable);
-  app.onError((error, c) => {
-    if (!wantsPage(c)) return answerJson(error, c);
-    const answer = answerError(
-      error,
-      logger,
-      { method: c.req.method, path: c.req.path },
-      isDatabaseUnavailable,
-    );
-    for (const [name, value] of Object.entries(answer.headers)) c.header(name, value);
-    const message = answer.body.requestId
-      ? `${answer.body.error} (request id ${answer.body.requestId})`
-      : String(answer.body.error);
-    return c.html(errorPage(answer.status, message), answer.status as 500);
-  });
-  const listener = createApiListener(endpoints, {
+    ...accountPages(ctx, guard, publicUrl),
+    ...connectedAppRoutes(ctx, guard),
+    ...partnerPages(ctx, guard, fetchDocument),
+    ...consentPages(ctx, guard, oauth),
+    ...assetRoutes(),
+  ];
+  const listener = createApiListener([...endpoints, ...pages], {
     logger,
     maxBodyBytes: MAX_BODY_BYTES,
     trustProxy: options.trustProxy,
     isUnavailable: isDatabaseUnavailable,
-    fallback: getRequestListener(app.fetch) as Listener,
+    renderPageError,
   });
-  return { listener, endpoints, pages: app };
+  return { listener, endpoints };
 }
 
 /** The OpenAPI document's description of the service, beside its generated paths. */

@@ -1,33 +1,34 @@
-import { Hono } from "hono";
+import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { deleteAccount, partnersThatSawEmail } from "../../domain/accounts.ts";
 import { confirmPage } from "../web/confirm-page.ts";
 import { notice } from "../web/flash.ts";
 import type { WebGuard, WebRequest } from "../web/guard.ts";
 import { csrfField, flashNotice, formatTime, html, renderPage } from "../web/page.ts";
+import { htmlAnswer, redirect, withCookies } from "../web/page-answers.ts";
 import { keyPages } from "./keys.ts";
 
 /** A person's pages: the front page, their user keys, who learned their email, the account. */
-export function accountPages(ctx: IdentityContext, guard: WebGuard, publicUrl: string) {
-  return new Hono()
-    .get(
-      "/",
-      guard.page((c, web) =>
-        web.session ? c.redirect("/keys", 303) : c.html(landingPage(web, publicUrl)),
-      ),
-    )
-    .route("/", keyPages(ctx, guard, publicUrl))
-    .get(
-      "/activity",
-      guard.signedIn(async (c, web) => {
-        const session = web.session;
-        const seen = await partnersThatSawEmail(ctx, session.accountId);
-        return c.html(
-          renderPage({
-            title: "Who has seen your email",
-            session,
-            csrf: web.csrf,
-            body: html`<p>Each partner below verified a session token of yours and so learned your email, <strong>${session.email}</strong>.</p>
+export function accountPages(ctx: IdentityContext, guard: WebGuard, publicUrl: string): Page[] {
+  const front = definePage({
+    method: "GET",
+    path: "/",
+    handle: guard.page((_request, web) =>
+      web.session ? redirect("/keys") : htmlAnswer(landingPage(web, publicUrl)),
+    ),
+  });
+  const activity = definePage({
+    method: "GET",
+    path: "/activity",
+    handle: guard.signedIn(async (_request, web) => {
+      const session = web.session;
+      const seen = await partnersThatSawEmail(ctx, session.accountId);
+      return htmlAnswer(
+        renderPage({
+          title: "Who has seen your email",
+          session,
+          csrf: web.csrf,
+          body: html`<p>Each partner below verified a session token of yours and so learned your email, <strong>${session.email}</strong>.</p>
 ${
   seen.length === 0
     ? html`<p class="empty">No partner has verified a token of yours yet.</p>`
@@ -43,57 +44,60 @@ ${
 <td class="optional">${formatTime(row.firstAt)}</td><td>${formatTime(row.lastAt)}</td><td>${row.count}</td></tr>`,
       )}</tbody></table>`
 }`,
-          }),
-        );
-      }),
-    )
-    .get(
-      "/account",
-      guard.signedIn((c, web) => {
-        const session = web.session;
-        return c.html(
-          renderPage({
-            title: "Your account",
-            session,
-            csrf: web.csrf,
-            body: html`<div class="card"><p>Signed in as <strong>${session.email}</strong>.</p>
+        }),
+      );
+    }),
+  });
+  const account = definePage({
+    method: "GET",
+    path: "/account",
+    handle: guard.signedIn((_request, web) => {
+      const session = web.session;
+      return htmlAnswer(
+        renderPage({
+          title: "Your account",
+          session,
+          csrf: web.csrf,
+          body: html`<div class="card"><p>Signed in as <strong>${session.email}</strong>.</p>
 <form method="post" action="/sign-out-everywhere">${csrfField(web.csrf)}
 <p><label><input type="checkbox" name="apps" value="yes"> Also disconnect every connected app and device login</label></p>
 <button type="submit" class="secondary">Sign out everywhere</button></form></div>
 <h2>Delete your account</h2>
 <div class="card"><p>Deletes your account, every user key, every partner you own and their keys. Tokens made with them stop verifying at once. This cannot be undone.</p>
 <p><a class="button danger" href="/account/delete">Delete account…</a></p></div>`,
-          }),
-        );
-      }),
-    )
-    .get(
-      "/account/delete",
-      guard.signedIn((c, web) =>
-        confirmPage(c, web, {
-          title: "Delete your account?",
-          text: html`The account <strong>${web.session.email}</strong>, its user keys, partners and partner keys are deleted now.`,
-          action: "/account/delete",
-          button: "Delete account",
-          cancel: "/account",
         }),
-      ),
-    )
-    .post(
-      "/account/delete",
-      guard.signedIn(async (c, web) => {
-        if (web.form.get("confirm") !== "yes") return guard.seeOther(c, web, "/account/delete");
-        await deleteAccount(ctx, web.session.accountId);
-        guard.clearSessionCookie(c);
-        // The front page shows it to this browser, which is no longer signed in.
-        return guard.seeOther(
-          c,
-          { browserId: web.browserId, session: null },
-          "/",
-          notice("ok", "Your account and all its keys are gone."),
-        );
+      );
+    }),
+  });
+  const confirmDeletion = definePage({
+    method: "GET",
+    path: "/account/delete",
+    handle: guard.signedIn((_request, web) =>
+      confirmPage(web, {
+        title: "Delete your account?",
+        text: html`The account <strong>${web.session.email}</strong>, its user keys, partners and partner keys are deleted now.`,
+        action: "/account/delete",
+        button: "Delete account",
+        cancel: "/account",
       }),
-    );
+    ),
+  });
+  const deletion = definePage({
+    method: "POST",
+    path: "/account/delete",
+    handle: guard.signedIn(async (_request, web) => {
+      if (web.form.get("confirm") !== "yes") return guard.seeOther(web, "/account/delete");
+      await deleteAccount(ctx, web.session.accountId);
+      // The front page shows it to this browser, which is no longer signed in.
+      const gone = guard.seeOther(
+        { browserId: web.browserId, session: null },
+        "/",
+        notice("ok", "Your account and all its keys are gone."),
+      );
+      return withCookies(gone, guard.clearedSessionCookie());
+    }),
+  });
+  return [front, ...keyPages(ctx, guard, publicUrl), activity, account, confirmDeletion, deletion];
 }
 
 /** What a signed-out visitor of `/` reads: what AgentPass is, for each kind of reader. */

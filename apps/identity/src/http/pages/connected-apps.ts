@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { listConnectedApps, revokeConnectedApp } from "../../domain/grants.ts";
 import type { ConnectedApp } from "../../store/oauth-store.ts";
@@ -32,39 +32,42 @@ ${
 }
 
 /** The confirmation and the revocation of one connected app of the signed-in account. */
-export function connectedAppRoutes(ctx: IdentityContext, guard: WebGuard) {
+export function connectedAppRoutes(ctx: IdentityContext, guard: WebGuard): Page[] {
   async function findApp(accountId: string, grantId: string) {
     const apps = await listConnectedApps(ctx, accountId);
     return apps.find((app) => app.id === grantId);
   }
 
-  return new Hono()
-    .get(
-      "/connected-apps/:grantId/revoke",
-      guard.signedIn(async (c, web) => {
-        const app = await findApp(web.session.accountId, c.req.param("grantId") ?? "");
-        if (!app) return notFoundPage(c, web);
-        return confirmPage(c, web, {
-          title: "Revoke this app?",
-          text: html`${appName(app)} stops working at once: its tokens stop verifying and it cannot refresh them. To use it again, connect it again.`,
-          action: `/connected-apps/${app.id}/revoke`,
-          button: "Revoke app",
-          cancel: "/keys#connected-apps",
-        });
-      }),
-    )
-    .post(
-      "/connected-apps/:grantId/revoke",
-      guard.signedIn(async (c, web) => {
-        const grantId = c.req.param("grantId") ?? "";
-        const confirmation = `/connected-apps/${grantId}/revoke`;
-        const app = await findApp(web.session.accountId, grantId);
-        if (!app) return notFoundPage(c, web);
-        if (web.form.get("confirm") !== "yes") return guard.seeOther(c, web, confirmation);
-        await revokeConnectedApp(ctx, web.session.accountId, app.id);
-        return guard.seeOther(c, web, "/keys", notice("ok", `${app.clientName} revoked.`));
-      }),
-    );
+  const path = "/connected-apps/{grantId}/revoke";
+  const confirmRevocation = definePage({
+    method: "GET",
+    path,
+    handle: guard.signedIn(async (request, web) => {
+      const app = await findApp(web.session.accountId, request.params.grantId ?? "");
+      if (!app) return notFoundPage(web);
+      return confirmPage(web, {
+        title: "Revoke this app?",
+        text: html`${appName(app)} stops working at once: its tokens stop verifying and it cannot refresh them. To use it again, connect it again.`,
+        action: `/connected-apps/${app.id}/revoke`,
+        button: "Revoke app",
+        cancel: "/keys#connected-apps",
+      });
+    }),
+  });
+  const revocation = definePage({
+    method: "POST",
+    path,
+    handle: guard.signedIn(async (request, web) => {
+      const grantId = request.params.grantId ?? "";
+      const confirmation = `/connected-apps/${grantId}/revoke`;
+      const app = await findApp(web.session.accountId, grantId);
+      if (!app) return notFoundPage(web);
+      if (web.form.get("confirm") !== "yes") return guard.seeOther(web, confirmation);
+      await revokeConnectedApp(ctx, web.session.accountId, app.id);
+      return guard.seeOther(web, "/keys", notice("ok", `${app.clientName} revoked.`));
+    }),
+  });
+  return [confirmRevocation, revocation];
 }
 
 /** The client's name, marked when it is the client's own word rather than vouched for. */

@@ -1,5 +1,10 @@
-import type { DocumentedRoute } from "@agentpass/http";
-import { type Context, Hono } from "hono";
+import {
+  type Answer,
+  type DocumentedRoute,
+  definePage,
+  type EndpointRequest,
+  type Page,
+} from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
 import {
@@ -10,7 +15,9 @@ import {
   type OAuthDeps,
 } from "../../domain/oauth.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
+import type { SafeHtml } from "../web/html.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
+import { contentSecurityPolicy, htmlAnswer, redirect } from "../web/page-answers.ts";
 
 /**
  * The OAuth authorization endpoint (RFC 6749 section 4.1, PKCE required): a signed-in person
@@ -19,54 +26,56 @@ import { csrfField, html, renderPage } from "../web/page.ts";
  * that cannot be trusted to the redirect URI (unknown client, unregistered redirect) are shown
  * here; the rest go back to the client with `state` and `iss` (RFC 9207).
  */
-export function consentPages(
-  ctx: IdentityContext,
-  guard: WebGuard,
-  oauth: OAuthDeps,
-  /** The client address of a request: metadata documents fetched for it are counted there. */
-  clientIp: (c: Context) => string,
-) {
-  function page(c: Context, web: SignedInRequest, body: ReturnType<typeof html>, status = 200) {
-    return c.html(
+export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuthDeps): Page[] {
+  function page(
+    web: SignedInRequest,
+    body: SafeHtml,
+    status = 200,
+    headers: Record<string, string> = {},
+  ) {
+    return htmlAnswer(
       renderPage({ title: "Allow access?", session: web.session, csrf: web.csrf, body }),
-      status as 200,
+      status,
+      headers,
     );
   }
 
-  function back(c: Context, redirectUri: string, params: Record<string, string | undefined>) {
+  function back(redirectUri: string, params: Record<string, string | undefined>) {
     const target = new URL(redirectUri);
     for (const [name, value] of Object.entries(params)) {
       if (value !== undefined) target.searchParams.set(name, value);
     }
     target.searchParams.set("iss", oauth.issuer);
-    return c.redirect(target.href, 303);
+    return redirect(target.href);
   }
 
+  /** The request checked (metadata documents fetched for it counted at the client's address). */
   async function checked(
-    c: Context,
+    request: EndpointRequest,
     web: SignedInRequest,
     query: string,
-  ): Promise<AuthorizationRequest | Response> {
+  ): Promise<{ ok: true; request: AuthorizationRequest } | { ok: false; answer: Answer }> {
     const check: AuthorizationCheck = await checkAuthorizationRequest(
       ctx,
       oauth,
       new URLSearchParams(query),
-      clientIp(c),
+      request.clientIp(),
     );
-    if (check.ok) return check.request;
+    if (check.ok) return { ok: true, request: check.request };
     if (!check.redirect) {
-      return page(
-        c,
+      const refusal = page(
         web,
         html`<p class="error" role="alert">This authorization request cannot be answered: ${check.description}.</p>`,
         400,
       );
+      return { ok: false, answer: refusal };
     }
-    return back(c, check.redirectUri, {
+    const answer = back(check.redirectUri, {
       error: check.error,
       error_description: check.description,
       state: check.state,
     });
+    return { ok: false, answer };
   }
 
   function consent(web: SignedInRequest, request: AuthorizationRequest, query: string) {
@@ -91,47 +100,48 @@ export function consentPages(
 </form></div>`;
   }
 
-  return new Hono()
-    .get(
-      "/oauth/authorize",
-      guard.signedIn(async (c, web) => {
-        const query = new URL(c.req.url).search.slice(1);
-        const request = await checked(c, web, query);
-        if (request instanceof Response) return request;
-        // The consent form's answer redirects to the client: the page's form-action allows
-        // that one origin (or a native app's private-use scheme) besides this one (browsers hold
-        // a form's redirects to form-action).
-        const origin = destinationOf(request.redirectUri).source;
-        c.header(
-          "Content-Security-Policy",
-          `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self' ${origin}; frame-ancestors 'none'; base-uri 'none'`,
-        );
-        return page(c, web, consent(web, request, query));
-      }),
-    )
-    .post(
-      "/oauth/authorize",
-      guard.signedIn(async (c, web) => {
-        const query = (web.form.get("request") ?? "").slice(0, 8192);
-        const request = await checked(c, web, query);
-        if (request instanceof Response) return request;
-        if (web.form.get("decision") !== "approve") {
-          return back(c, request.redirectUri, {
-            error: "access_denied",
-            error_description: "The person denied the request",
-            state: request.state,
-          });
-        }
-        const code = await issueAuthorizationCode(ctx, request, web.session.accountId);
-        return back(c, request.redirectUri, { code, state: request.state });
-      }),
-    );
+  const ask = definePage({
+    method: "GET",
+    path: "/oauth/authorize",
+    handle: guard.signedIn(async (request, web) => {
+      const query = request.search;
+      const check = await checked(request, web, query);
+      if (!check.ok) return check.answer;
+      // The consent form's answer redirects to the client: the page's form-action allows
+      // that one origin (or a native app's private-use scheme) besides this one (browsers hold
+      // a form's redirects to form-action).
+      const origin = destinationOf(check.request.redirectUri).source;
+      return page(web, consent(web, check.request, query), 200, {
+        "Content-Security-Policy": contentSecurityPolicy(`'self' ${origin}`),
+      });
+    }),
+  });
+  const decide = definePage({
+    method: "POST",
+    path: "/oauth/authorize",
+    handle: guard.signedIn(async (request, web) => {
+      const query = (web.form.get("request") ?? "").slice(0, 8192);
+      const check = await checked(request, web, query);
+      if (!check.ok) return check.answer;
+      const asked = check.request;
+      if (web.form.get("decision") !== "approve") {
+        return back(asked.redirectUri, {
+          error: "access_denied",
+          error_description: "The person denied the request",
+          state: asked.state,
+        });
+      }
+      const code = await issueAuthorizationCode(ctx, asked, web.session.accountId);
+      return back(asked.redirectUri, { code, state: asked.state });
+    }),
+  });
+  return [ask, decide];
 }
 
 /**
- * The OAuth authorization endpoint (RFC 6749 section 3.1) is this page, served by the pages'
- * router, not the API router; OAuth clients send people to it, so the API's document names it
- * and its answers (`GET` only: the form's `POST` is the page's own).
+ * The OAuth authorization endpoint (RFC 6749 section 3.1) is this page, which the document
+ * leaves out as it does every page; OAuth clients send people to it, so the API's document names
+ * it and its answers (`GET` only: the form's `POST` is the page's own).
  */
 export const AUTHORIZE_PAGE: DocumentedRoute = {
   method: "GET",

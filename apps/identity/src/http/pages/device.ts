@@ -1,4 +1,4 @@
-import { type Context, Hono } from "hono";
+import { type Answer, definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import {
   decideDeviceLogin,
@@ -9,7 +9,9 @@ import {
 import type { RateLimiter } from "../../infra/rate-limit.ts";
 import { notice } from "../web/flash.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
+import type { SafeHtml } from "../web/html.ts";
 import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
+import { htmlAnswer } from "../web/page-answers.ts";
 
 /**
  * The page of `agentpass login` (RFC 8628): the person types the code their terminal shows and
@@ -22,18 +24,18 @@ export function deviceRoutes(
   options: {
     /** User codes one signed-in account may look up or decide: guessing codes is bounded. */
     perAccount: RateLimiter;
-    clientIp: (c: Context) => string;
   },
-) {
+): Page[] {
   function devicePage(
-    c: Context,
     web: SignedInRequest,
-    body: ReturnType<typeof html>,
+    body: SafeHtml,
     status: 200 | 400 | 404 | 429 = 200,
-  ) {
-    return c.html(
+    headers: Record<string, string> = {},
+  ): Answer {
+    return htmlAnswer(
       renderPage({ title: "Log in a device", session: web.session, csrf: web.csrf, body }),
       status,
+      headers,
     );
   }
 
@@ -49,58 +51,52 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
 <p><button type="submit">Continue</button></p></form>`;
   }
 
-  return new Hono()
-    .get(
-      "/device",
-      // The page never takes a code from its URL: a person types the code their own terminal
-      // shows, so a link someone sent cannot bring them to an approval (RFC 8628 section 5.4).
-      guard.signedIn(async (c, web) => {
-        if (web.flash?.kind === "device-code") {
-          const pending = await findPendingDeviceLogin(ctx, web.flash.userCode);
-          if (pending) return devicePage(c, web, confirmation(web, pending, options.clientIp(c)));
-          return devicePage(c, web, codeForm(web.csrf, EXPIRED));
-        }
-        const fromLink = c.req.query("code") !== undefined;
+  const ask = definePage({
+    method: "GET",
+    path: "/device",
+    // The page never takes a code from its URL: a person types the code their own terminal
+    // shows, so a link someone sent cannot bring them to an approval (RFC 8628 section 5.4).
+    handle: guard.signedIn(async (request, web) => {
+      if (web.flash?.kind === "device-code") {
+        const pending = await findPendingDeviceLogin(ctx, web.flash.userCode);
+        if (pending) return devicePage(web, confirmation(web, pending, request.clientIp()));
+        return devicePage(web, codeForm(web.csrf, EXPIRED));
+      }
+      const fromLink = request.query.has("code");
+      return devicePage(web, html`${flashNotice(web.flash)}${codeForm(web.csrf, "", fromLink)}`);
+    }),
+  });
+  const lookUpOrDecide = definePage({
+    method: "POST",
+    path: "/device",
+    handle: guard.signedIn(async (_request, web) => {
+      const limited = await options.perAccount.take(web.session.accountId);
+      if (!limited.ok) {
         return devicePage(
-          c,
           web,
-          html`${flashNotice(web.flash)}${codeForm(web.csrf, "", fromLink)}`,
+          codeForm(web.csrf, "Too many codes tried. Wait a few minutes, then try again."),
+          429,
+          { "Retry-After": String(limited.resetSeconds) },
         );
-      }),
-    )
-    .post(
-      "/device",
-      guard.signedIn(async (c, web) => {
-        const limited = await options.perAccount.take(web.session.accountId);
-        if (!limited.ok) {
-          c.header("Retry-After", String(limited.resetSeconds));
-          return devicePage(
-            c,
-            web,
-            codeForm(web.csrf, "Too many codes tried. Wait a few minutes, then try again."),
-            429,
-          );
-        }
-        const typed = (web.form.get("code") ?? "").slice(0, 20);
-        const decision = web.form.get("decision");
-        if (decision === "approve" || decision === "deny") {
-          return decide(c, web, typed, decision === "approve");
-        }
-        const pending = typed ? await findPendingDeviceLogin(ctx, typed) : null;
-        if (!pending) return devicePage(c, web, codeForm(web.csrf, NO_SUCH_CODE), 404);
-        return guard.seeOther(c, web, "/device", {
-          kind: "device-code",
-          userCode: pending.userCode,
-        });
-      }),
-    );
+      }
+      const typed = (web.form.get("code") ?? "").slice(0, 20);
+      const decision = web.form.get("decision");
+      if (decision === "approve" || decision === "deny") {
+        return decide(web, typed, decision === "approve");
+      }
+      const pending = typed ? await findPendingDeviceLogin(ctx, typed) : null;
+      if (!pending) return devicePage(web, codeForm(web.csrf, NO_SUCH_CODE), 404);
+      return guard.seeOther(web, "/device", { kind: "device-code", userCode: pending.userCode });
+    }),
+  });
+  return [ask, lookUpOrDecide];
 
-  async function decide(c: Context, web: SignedInRequest, typed: string, approve: boolean) {
+  async function decide(web: SignedInRequest, typed: string, approve: boolean) {
     const code = normalizeUserCode(typed);
     const decided =
       code !== "" && (await decideDeviceLogin(ctx, code, web.session.accountId, approve));
     if (!decided) {
-      return devicePage(c, web, codeForm(web.csrf, EXPIRED), 400);
+      return devicePage(web, codeForm(web.csrf, EXPIRED), 400);
     }
     const outcome = approve
       ? notice(
@@ -108,7 +104,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
           "Approved. Your terminal receives its key in a few seconds; you can close this page.",
         )
       : notice("error", "Denied. The terminal gets no key.");
-    return guard.seeOther(c, web, "/device", outcome);
+    return guard.seeOther(web, "/device", outcome);
   }
 
   /** What the person checks before approving: who asks, from where, since when. */

@@ -1,8 +1,9 @@
-import { Hono } from "hono";
+import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { type DirectoryEntry, listDirectory } from "../../domain/partners.ts";
 import type { WebGuard } from "../web/guard.ts";
 import { html, renderPage } from "../web/page.ts";
+import { htmlAnswer } from "../web/page-answers.ts";
 
 function directoryCard({ partner, verified, resembles }: DirectoryEntry) {
   return html`<li class="card" data-partner="${partner.id}"><h2>${partner.name}</h2>
@@ -14,12 +15,13 @@ ${verified ? html`<p class="ok" data-verified>Website verified</p>` : html`<p cl
 }
 
 /** The public partner directory page: listed partners only (agents read `GET /api/partners`). */
-export function directoryRoutes(ctx: IdentityContext, guard: WebGuard) {
-  return new Hono().get(
-    "/directory",
-    guard.page(async (c, web) => {
+export function directoryRoutes(ctx: IdentityContext, guard: WebGuard): Page[] {
+  const directory = definePage({
+    method: "GET",
+    path: "/directory",
+    handle: guard.page(async (_request, web) => {
       const entries = await listDirectory(ctx);
-      return c.html(
+      return htmlAnswer(
         renderPage({
           title: "Partner directory",
           session: web.session,
@@ -33,5 +35,6 @@ ${
         }),
       );
     }),
-  );
+  });
+  return [directory];
 }

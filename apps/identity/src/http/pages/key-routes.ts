@@ -1,4 +1,4 @@
-import { type Context, Hono } from "hono";
+import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { findOwnedKey, issueKey, renameKey, revokeKey } from "../../domain/credentials.ts";
 import type { KeyKind } from "../../domain/keys.ts";
@@ -8,6 +8,7 @@ import { notFoundPage } from "../web/error-page.ts";
 import { notice } from "../web/flash.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
+import { htmlAnswer } from "../web/page-answers.ts";
 
 /** Whose keys a request is about, once the signed-in account may act for them. */
 export interface KeyOwner {
@@ -26,11 +27,11 @@ interface OwnedKey {
 
 export interface KeyRoutesOptions {
   kind: KeyKind;
-  /** The route of the keys, with the owner's parameters: `/keys`, `/partners/:id/keys`. */
+  /** The route of the keys, with the owner's parameters: `/keys`, `/partners/{id}/keys`. */
   route: string;
-  ownerOf(c: Context, web: SignedInRequest): Promise<KeyOwner | null>;
+  ownerOf(request: EndpointRequest, web: SignedInRequest): Promise<KeyOwner | null>;
   /** The owner's page, answered 400 with `message`, when a new key's name is refused. */
-  refuseNewKey(c: Context, web: SignedInRequest, message: string): Promise<Response>;
+  refuseNewKey(request: EndpointRequest, web: SignedInRequest, message: string): Promise<Answer>;
 }
 
 const WORDS = {
@@ -57,31 +58,28 @@ const INVALID_NAME = "Give the key a name of 1 to 100 characters.";
  * goes to the owner's page in a flash, shown once), rename, and revoke after a confirmation.
  * Every success answers 303 to the owner's page.
  */
-export function keyRoutes(ctx: IdentityContext, guard: WebGuard, options: KeyRoutesOptions) {
+export function keyRoutes(
+  ctx: IdentityContext,
+  guard: WebGuard,
+  options: KeyRoutesOptions,
+): Page[] {
   const { kind, route } = options;
   const words = WORDS[kind];
   const capitalized = words.noun[0]?.toUpperCase() + words.noun.slice(1);
 
   /** Wraps the handler of a page about the key of the URL, when the account may act on it. */
-  function ownedKey(
-    handler: (c: Context, web: SignedInRequest, owned: OwnedKey) => Promise<Response> | Response,
-  ) {
-    return guard.signedIn(async (c, web) => {
-      const owner = await options.ownerOf(c, web);
-      const key = owner && (await findOwnedKey(ctx, kind, owner.id, c.req.param("keyId") ?? ""));
-      return owner && key ? handler(c, web, { owner, key }) : notFoundPage(c, web);
+  function ownedKey(handler: (web: SignedInRequest, owned: OwnedKey) => Promise<Answer> | Answer) {
+    return guard.signedIn(async (request, web) => {
+      const owner = await options.ownerOf(request, web);
+      const key = owner && (await findOwnedKey(ctx, kind, owner.id, request.params.keyId ?? ""));
+      return owner && key ? handler(web, { owner, key }) : notFoundPage(web);
     });
   }
 
   /** The rename form; after a refused name, with the name typed and why it was refused. */
-  function renamePage(
-    c: Context,
-    web: SignedInRequest,
-    { owner, key }: OwnedKey,
-    refused?: { typed: string },
-  ) {
+  function renamePage(web: SignedInRequest, { owner, key }: OwnedKey, refused?: { typed: string }) {
     const error = refused ? INVALID_NAME : "";
-    return c.html(
+    return htmlAnswer(
       renderPage({
         title: `Rename ${words.noun}`,
         session: web.session,
@@ -97,59 +95,59 @@ ${error ? html`<p id="name-error" class="error" role="alert">${error}</p>` : ""}
     );
   }
 
-  return new Hono()
-    .post(
-      route,
-      guard.signedIn(async (c, web) => {
-        const owner = await options.ownerOf(c, web);
-        if (!owner) return notFoundPage(c, web);
-        const issued = await issueKey(ctx, kind, owner.id, web.form.get("name") ?? "");
-        if (!issued.ok) return options.refuseNewKey(c, web, INVALID_NAME);
-        return guard.seeOther(c, web, owner.page, { kind: "new-key", key: issued.key });
+  const create = definePage({
+    method: "POST",
+    path: route,
+    handle: guard.signedIn(async (request, web) => {
+      const owner = await options.ownerOf(request, web);
+      if (!owner) return notFoundPage(web);
+      const issued = await issueKey(ctx, kind, owner.id, web.form.get("name") ?? "");
+      if (!issued.ok) return options.refuseNewKey(request, web, INVALID_NAME);
+      return guard.seeOther(web, owner.page, { kind: "new-key", key: issued.key });
+    }),
+  });
+  const renameForm = definePage({
+    method: "GET",
+    path: `${route}/{keyId}/rename`,
+    handle: ownedKey((web, owned) => renamePage(web, owned)),
+  });
+  const rename = definePage({
+    method: "POST",
+    path: `${route}/{keyId}/rename`,
+    handle: ownedKey(async (web, owned) => {
+      const { owner, key } = owned;
+      const typed = web.form.get("name") ?? "";
+      const renamed = await renameKey(ctx, kind, owner.id, key.id, typed);
+      if (!renamed.ok && renamed.code === "INVALID_NAME") {
+        return renamePage(web, owned, { typed });
+      }
+      if (!renamed.ok) return notFoundPage(web);
+      const text = `${capitalized} ${key.name} is now called ${renamed.name}.`;
+      return guard.seeOther(web, owner.page, notice("ok", text));
+    }),
+  });
+  const confirmRevocation = definePage({
+    method: "GET",
+    path: `${route}/{keyId}/revoke`,
+    handle: ownedKey((web, { owner, key }) =>
+      confirmPage(web, {
+        title: words.revokeTitle,
+        text: words.revokeEffect(key),
+        action: `${owner.keysPath}/${key.id}/revoke`,
+        button: words.revokeButton,
+        cancel: owner.page,
       }),
-    )
-    .get(
-      `${route}/:keyId/rename`,
-      ownedKey((c, web, owned) => renamePage(c, web, owned)),
-    )
-    .post(
-      `${route}/:keyId/rename`,
-      ownedKey(async (c, web, owned) => {
-        const { owner, key } = owned;
-        const typed = web.form.get("name") ?? "";
-        const renamed = await renameKey(ctx, kind, owner.id, key.id, typed);
-        if (!renamed.ok && renamed.code === "INVALID_NAME") {
-          return renamePage(c, web, owned, { typed });
-        }
-        if (!renamed.ok) return notFoundPage(c, web);
-        const text = `${capitalized} ${key.name} is now called ${renamed.name}.`;
-        return guard.seeOther(c, web, owner.page, notice("ok", text));
-      }),
-    )
-    .get(
-      `${route}/:keyId/revoke`,
-      ownedKey((c, web, { owner, key }) =>
-        confirmPage(c, web, {
-          title: words.revokeTitle,
-          text: words.revokeEffect(key),
-          action: `${owner.keysPath}/${key.id}/revoke`,
-          button: words.revokeButton,
-          cancel: owner.page,
-        }),
-      ),
-    )
-    .post(
-      `${route}/:keyId/revoke`,
-      ownedKey(async (c, web, { owner, key }) => {
-        const confirmation = `${owner.keysPath}/${key.id}/revoke`;
-        if (web.form.get("confirm") !== "yes") return guard.seeOther(c, web, confirmation);
-        await revokeKey(ctx, kind, key.id);
-        return guard.seeOther(
-          c,
-          web,
-          owner.page,
-          notice("ok", `${capitalized} ${key.name} revoked.`),
-        );
-      }),
-    );
+    ),
+  });
+  const revocation = definePage({
+    method: "POST",
+    path: `${route}/{keyId}/revoke`,
+    handle: ownedKey(async (web, { owner, key }) => {
+      const confirmation = `${owner.keysPath}/${key.id}/revoke`;
+      if (web.form.get("confirm") !== "yes") return guard.seeOther(web, confirmation);
+      await revokeKey(ctx, kind, key.id);
+      return guard.seeOther(web, owner.page, notice("ok", `${capitalized} ${key.name} revoked.`));
+    }),
+  });
+  return [create, renameForm, rename, confirmRevocation, revocation];
 }

@@ -1,10 +1,11 @@
-import { type Context, Hono } from "hono";
+import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { listKeys } from "../../domain/credentials.ts";
 import { listConnectedApps } from "../../domain/grants.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
 import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
+import { htmlAnswer } from "../web/page-answers.ts";
 import { connectedAppsSection } from "./connected-apps.ts";
 import { keyRoutes } from "./key-routes.ts";
 
@@ -12,8 +13,8 @@ import { keyRoutes } from "./key-routes.ts";
  * A person's user keys (the list, and creating, renaming and revoking one) and below them their
  * connected apps (`connected-apps.ts`).
  */
-export function keyPages(ctx: IdentityContext, guard: WebGuard, publicUrl: string) {
-  async function keysPage(c: Context, web: SignedInRequest, error?: string) {
+export function keyPages(ctx: IdentityContext, guard: WebGuard, publicUrl: string): Page[] {
+  async function keysPage(web: SignedInRequest, error?: string) {
     const keys = await listKeys(ctx, "user", web.session.accountId);
     const apps = await listConnectedApps(ctx, web.session.accountId);
     const created =
@@ -23,7 +24,7 @@ export function keyPages(ctx: IdentityContext, guard: WebGuard, publicUrl: strin
             html`<p>Save it with the CLI: run <code>agentpass login --with-key --url ${publicUrl}</code> and paste it, then press Ctrl-D.</p>`,
           )
         : "";
-    return c.html(
+    return htmlAnswer(
       renderPage({
         title: "Your user keys",
         session: web.session,
@@ -45,22 +46,22 @@ ${connectedAppsSection(apps)}`,
     );
   }
 
-  return new Hono()
-    .get(
-      "/keys",
-      guard.signedIn((c, web) => keysPage(c, web)),
-    )
-    .route(
-      "/",
-      keyRoutes(ctx, guard, {
-        kind: "user",
-        route: "/keys",
-        ownerOf: async (_c, web) => ({
-          id: web.session.accountId,
-          page: "/keys",
-          keysPath: "/keys",
-        }),
-        refuseNewKey: (c, web, message) => keysPage(c, web, message),
+  const keys = definePage({
+    method: "GET",
+    path: "/keys",
+    handle: guard.signedIn((_request, web) => keysPage(web)),
+  });
+  return [
+    keys,
+    ...keyRoutes(ctx, guard, {
+      kind: "user",
+      route: "/keys",
+      ownerOf: async (_request, web) => ({
+        id: web.session.accountId,
+        page: "/keys",
+        keysPath: "/keys",
       }),
-    );
+      refuseNewKey: (_request, web, message) => keysPage(web, message),
+    }),
+  ];
 }

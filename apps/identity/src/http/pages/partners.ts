@@ -1,4 +1,4 @@
-import { type Context, Hono } from "hono";
+import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { listKeys } from "../../domain/credentials.ts";
 import { addPartnerResource, partnerResources, removePartnerResource } from "../../domain/oauth.ts";
@@ -20,6 +20,7 @@ import { notice } from "../web/flash.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
 import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
+import { htmlAnswer } from "../web/page-answers.ts";
 import { siteCheckOutcome, siteSection } from "../web/site-section.ts";
 import { usageChart } from "../web/usage-chart.ts";
 import { keyRoutes } from "./key-routes.ts";
@@ -28,10 +29,14 @@ import { keyRoutes } from "./key-routes.ts";
  * Partner pages: any signed-in account can own partners, their keys and see their usage, prove
  * it controls a partner's website (`fetchDocument` fetches the proof), and delete a partner.
  */
-export function partnerPages(ctx: IdentityContext, guard: WebGuard, fetchDocument: FetchDocument) {
+export function partnerPages(
+  ctx: IdentityContext,
+  guard: WebGuard,
+  fetchDocument: FetchDocument,
+): Page[] {
   /** The partner of the URL, when the signed-in account owns it. */
-  function ownPartner(c: Context, web: SignedInRequest): Promise<Partner | null> {
-    return findOwnedPartner(ctx, web.session.accountId, c.req.param("id") ?? "");
+  function ownPartner(request: EndpointRequest, web: SignedInRequest): Promise<Partner | null> {
+    return findOwnedPartner(ctx, web.session.accountId, request.params.id ?? "");
   }
 
   function partnerForm(action: string, csrf: string, partner?: Partner) {
@@ -57,9 +62,9 @@ export function partnerPages(ctx: IdentityContext, guard: WebGuard, fetchDocumen
 
   const invalid = (reason: string) => html`<p class="error" role="alert">${reason}</p>`;
 
-  async function listPage(c: Context, web: SignedInRequest, error?: string) {
+  async function listPage(web: SignedInRequest, error?: string) {
     const partners = await listOwnedPartners(ctx, web.session.accountId);
-    return c.html(
+    return htmlAnswer(
       renderPage({
         title: "Your partners",
         session: web.session,
@@ -76,7 +81,7 @@ ${
     );
   }
 
-  async function partnerPage(c: Context, web: SignedInRequest, partner: Partner, error?: string) {
+  async function partnerPage(web: SignedInRequest, partner: Partner, error?: string) {
     const [keys, usage, site, resources] = await Promise.all([
       listKeys(ctx, "partner", partner.id),
       partnerUsage(ctx, partner.id, 30),
@@ -90,7 +95,7 @@ ${
             html`<p>Put it in your server's configuration (for example <code>AGENTPASS_PARTNER_KEY</code>), never in client code.</p>`,
           )
         : "";
-    return c.html(
+    return htmlAnswer(
       renderPage({
         title: partner.name,
         session: web.session,
@@ -128,112 +133,124 @@ ${
 
   /** Wraps the handler of a page about one partner the signed-in account owns; else 404. */
   function ownedPartner(
-    handler: (c: Context, web: SignedInRequest, partner: Partner) => Promise<Response> | Response,
+    handler: (web: SignedInRequest, partner: Partner) => Promise<Answer> | Answer,
   ) {
-    return guard.signedIn(async (c, web) => {
-      const partner = await ownPartner(c, web);
-      return partner ? handler(c, web, partner) : notFoundPage(c, web);
+    return guard.signedIn(async (request, web) => {
+      const partner = await ownPartner(request, web);
+      return partner ? handler(web, partner) : notFoundPage(web);
     });
   }
 
-  return new Hono()
-    .get(
-      "/partners",
-      guard.signedIn((c, web) => listPage(c, web)),
-    )
-    .post(
-      "/partners",
-      guard.signedIn(async (c, web) => {
-        const created = await createPartner(ctx, {
-          ownerAccountId: web.session.accountId,
-          ...fieldsOf(web.form),
-        });
-        if (!created.ok) return listPage(c, web, `${created.reason}.`);
-        return guard.seeOther(c, web, `/partners/${created.partner.id}`);
+  const list = definePage({
+    method: "GET",
+    path: "/partners",
+    handle: guard.signedIn((_request, web) => listPage(web)),
+  });
+  const create = definePage({
+    method: "POST",
+    path: "/partners",
+    handle: guard.signedIn(async (_request, web) => {
+      const created = await createPartner(ctx, {
+        ownerAccountId: web.session.accountId,
+        ...fieldsOf(web.form),
+      });
+      if (!created.ok) return listPage(web, `${created.reason}.`);
+      return guard.seeOther(web, `/partners/${created.partner.id}`);
+    }),
+  });
+  const show = definePage({
+    method: "GET",
+    path: "/partners/{id}",
+    handle: ownedPartner((web, partner) => partnerPage(web, partner)),
+  });
+  const update = definePage({
+    method: "POST",
+    path: "/partners/{id}",
+    handle: ownedPartner(async (web, partner) => {
+      const updated = await updatePartner(ctx, partner, fieldsOf(web.form));
+      if (!updated.ok) return partnerPage(web, partner, `${updated.reason}.`);
+      return guard.seeOther(web, `/partners/${partner.id}`, notice("ok", "Saved."));
+    }),
+  });
+  const checkSite = definePage({
+    method: "POST",
+    path: "/partners/{id}/site-check",
+    handle: ownedPartner(async (web, partner) => {
+      const checked = await checkPartnerSite(ctx, partner, fetchDocument);
+      const outcome = notice(checked.ok ? "ok" : "error", siteCheckOutcome(checked));
+      return guard.seeOther(web, `/partners/${partner.id}`, outcome);
+    }),
+  });
+  const addResource = definePage({
+    method: "POST",
+    path: "/partners/{id}/resources",
+    handle: ownedPartner(async (web, partner) => {
+      const added = await addPartnerResource(ctx, partner.id, web.form.get("url") ?? "");
+      if (!added.ok) {
+        const reason =
+          added.code === "TAKEN"
+            ? "Another partner already answers for that URL."
+            : "A resource is an https URL (http only on a loopback address) without a query or fragment.";
+        return partnerPage(web, partner, reason);
+      }
+      return guard.seeOther(web, `/partners/${partner.id}`, notice("ok", "Resource added."));
+    }),
+  });
+  const removeResource = definePage({
+    method: "POST",
+    path: "/partners/{id}/resources/remove",
+    handle: ownedPartner(async (web, partner) => {
+      await removePartnerResource(ctx, partner.id, (web.form.get("url") ?? "").slice(0, 2000));
+      return guard.seeOther(web, `/partners/${partner.id}`, notice("ok", "Resource removed."));
+    }),
+  });
+  const confirmDeletion = definePage({
+    method: "GET",
+    path: "/partners/{id}/delete",
+    handle: ownedPartner((web, partner) =>
+      confirmPage(web, {
+        title: "Delete this partner?",
+        text: html`The partner <strong>${partner.name}</strong> is deleted now, with its keys and its usage; the people whose email it saw keep that record. Servers verifying with its keys are refused from the next request on, and the directory stops listing it.`,
+        action: `/partners/${partner.id}/delete`,
+        button: "Delete partner",
+        cancel: `/partners/${partner.id}`,
       }),
-    )
-    .get(
-      "/partners/:id",
-      ownedPartner((c, web, partner) => partnerPage(c, web, partner)),
-    )
-    .post(
-      "/partners/:id",
-      ownedPartner(async (c, web, partner) => {
-        const updated = await updatePartner(ctx, partner, fieldsOf(web.form));
-        if (!updated.ok) return partnerPage(c, web, partner, `${updated.reason}.`);
-        return guard.seeOther(c, web, `/partners/${partner.id}`, notice("ok", "Saved."));
-      }),
-    )
-    .post(
-      "/partners/:id/site-check",
-      ownedPartner(async (c, web, partner) => {
-        const checked = await checkPartnerSite(ctx, partner, fetchDocument);
-        const outcome = notice(checked.ok ? "ok" : "error", siteCheckOutcome(checked));
-        return guard.seeOther(c, web, `/partners/${partner.id}`, outcome);
-      }),
-    )
-    .post(
-      "/partners/:id/resources",
-      ownedPartner(async (c, web, partner) => {
-        const added = await addPartnerResource(ctx, partner.id, web.form.get("url") ?? "");
-        if (!added.ok) {
-          const reason =
-            added.code === "TAKEN"
-              ? "Another partner already answers for that URL."
-              : "A resource is an https URL (http only on a loopback address) without a query or fragment.";
-          return partnerPage(c, web, partner, reason);
-        }
-        return guard.seeOther(c, web, `/partners/${partner.id}`, notice("ok", "Resource added."));
-      }),
-    )
-    .post(
-      "/partners/:id/resources/remove",
-      ownedPartner(async (c, web, partner) => {
-        await removePartnerResource(ctx, partner.id, (web.form.get("url") ?? "").slice(0, 2000));
-        return guard.seeOther(c, web, `/partners/${partner.id}`, notice("ok", "Resource removed."));
-      }),
-    )
-    .get(
-      "/partners/:id/delete",
-      ownedPartner((c, web, partner) =>
-        confirmPage(c, web, {
-          title: "Delete this partner?",
-          text: html`The partner <strong>${partner.name}</strong> is deleted now, with its keys and its usage; the people whose email it saw keep that record. Servers verifying with its keys are refused from the next request on, and the directory stops listing it.`,
-          action: `/partners/${partner.id}/delete`,
-          button: "Delete partner",
-          cancel: `/partners/${partner.id}`,
-        }),
-      ),
-    )
-    .post(
-      "/partners/:id/delete",
-      ownedPartner(async (c, web, partner) => {
-        const confirmation = `/partners/${partner.id}/delete`;
-        if (web.form.get("confirm") !== "yes") return guard.seeOther(c, web, confirmation);
-        await deletePartner(ctx, web.session.accountId, partner.id);
-        return guard.seeOther(
-          c,
-          web,
-          "/partners",
-          notice("ok", `Partner ${partner.name} deleted.`),
-        );
-      }),
-    )
-    .route(
-      "/",
-      keyRoutes(ctx, guard, {
-        kind: "partner",
-        route: "/partners/:id/keys",
-        ownerOf: async (c, web) => {
-          const partner = await ownPartner(c, web);
-          if (!partner) return null;
-          const page = `/partners/${partner.id}`;
-          return { id: partner.id, page, keysPath: `${page}/keys` };
-        },
-        refuseNewKey: async (c, web, message) => {
-          const partner = await ownPartner(c, web);
-          return partner ? partnerPage(c, web, partner, message) : notFoundPage(c, web);
-        },
-      }),
-    );
+    ),
+  });
+  const deletion = definePage({
+    method: "POST",
+    path: "/partners/{id}/delete",
+    handle: ownedPartner(async (web, partner) => {
+      const confirmation = `/partners/${partner.id}/delete`;
+      if (web.form.get("confirm") !== "yes") return guard.seeOther(web, confirmation);
+      await deletePartner(ctx, web.session.accountId, partner.id);
+      return guard.seeOther(web, "/partners", notice("ok", `Partner ${partner.name} deleted.`));
+    }),
+  });
+  const keys = keyRoutes(ctx, guard, {
+    kind: "partner",
+    route: "/partners/{id}/keys",
+    ownerOf: async (request, web) => {
+      const partner = await ownPartner(request, web);
+      if (!partner) return null;
+      const page = `/partners/${partner.id}`;
+      return { id: partner.id, page, keysPath: `${page}/keys` };
+    },
+    refuseNewKey: async (request, web, message) => {
+      const partner = await ownPartner(request, web);
+      return partner ? partnerPage(web, partner, message) : notFoundPage(web);
+    },
+  });
+  return [
+    list,
+    create,
+    show,
+    update,
+    checkSite,
+    addResource,
+    removeResource,
+    confirmDeletion,
+    deletion,
+    ...keys,
+  ];
 }

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { revokeAllConnectedApps } from "../../domain/grants.ts";
 import {
@@ -12,6 +12,7 @@ import { endAllWebSessions, endWebSession, startWebSession } from "../../domain/
 import type { Mailer } from "../../infra/mailer.ts";
 import { safeNext, type WebGuard, type WebRequest } from "../web/guard.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
+import { htmlAnswer, redirect, withCookies } from "../web/page-answers.ts";
 
 export interface SignInPagesOptions {
   ctx: IdentityContext;
@@ -19,21 +20,13 @@ export interface SignInPagesOptions {
   mailer: Mailer;
   limits: Pick<SignInDeps, "perAddress" | "perIp" | "perRememberedBrowser">;
   publicUrl: string;
-  clientIp: (c: import("hono").Context) => string;
 }
 
 /**
  * Sign-up and sign-in, one flow: an email gets a 6-digit code and a one-click link, redeemable
  * only in the browser that asked. Every address gets the same answer.
  */
-export function signInPages({
-  ctx,
-  guard,
-  mailer,
-  limits,
-  publicUrl,
-  clientIp,
-}: SignInPagesOptions) {
+export function signInPages({ ctx, guard, mailer, limits, publicUrl }: SignInPagesOptions): Page[] {
   const deps: SignInDeps = { ctx, mailer, ...limits, publicUrl };
 
   function emailForm(web: WebRequest, next: string, error = "", email = "") {
@@ -74,132 +67,145 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     });
   }
 
-  async function signedIn(c: import("hono").Context, accountId: string, next: string) {
+  async function signedIn(request: EndpointRequest, accountId: string, next: string) {
     // A new session id at every sign-in; the one this browser had before is ended.
-    await endWebSession(ctx, guard.sessionCookieOf(c));
-    guard.setSessionCookie(c, await startWebSession(ctx, accountId));
-    return c.redirect(safeNext(next), 303);
+    await endWebSession(ctx, guard.sessionCookieOf(request));
+    const session = guard.sessionCookie(await startWebSession(ctx, accountId));
+    return withCookies(redirect(safeNext(next)), session);
   }
 
-  return new Hono()
-    .get(
-      "/sign-in",
-      guard.page(async (c, web) => {
-        const next = safeNext(c.req.query("next"));
-        if (web.session) return c.redirect(next, 303);
-        return c.html(emailForm(web, next));
-      }),
-    )
-    .post(
-      "/sign-in",
-      guard.page(async (c, web) => {
-        const next = safeNext(web.form.get("next"));
-        const email = (web.form.get("email") ?? "").slice(0, 400);
-        const result = await requestSignInCode(deps, {
-          email,
-          browserNonce: web.browserId,
-          ip: clientIp(c),
+  /** The email form again, answered `status` with `error` (and `headers`). */
+  function refuse(
+    web: WebRequest,
+    next: string,
+    email: string,
+    refusal: { status: number; error: string; headers?: Record<string, string> },
+  ): Answer {
+    return htmlAnswer(emailForm(web, next, refusal.error, email), refusal.status, refusal.headers);
+  }
+
+  const askEmail = definePage({
+    method: "GET",
+    path: "/sign-in",
+    handle: guard.page(async (request, web) => {
+      const next = safeNext(request.query.get("next"));
+      if (web.session) return redirect(next);
+      return htmlAnswer(emailForm(web, next));
+    }),
+  });
+  const sendCode = definePage({
+    method: "POST",
+    path: "/sign-in",
+    handle: guard.page(async (request, web) => {
+      const next = safeNext(web.form.get("next"));
+      const email = (web.form.get("email") ?? "").slice(0, 400);
+      const result = await requestSignInCode(deps, {
+        email,
+        browserNonce: web.browserId,
+        ip: request.clientIp(),
+      });
+      if (!result.ok && result.code === "INVALID_EMAIL") {
+        return refuse(web, next, email, { status: 400, error: "Enter a valid email address." });
+      }
+      if (!result.ok && result.code === "MAIL_FAILED") {
+        return refuse(web, next, email, {
+          status: 503,
+          error: "We could not send the mail just now. Try again in a minute.",
+          headers: { "Retry-After": "60" },
         });
-        if (!result.ok && result.code === "INVALID_EMAIL") {
-          return c.html(emailForm(web, next, "Enter a valid email address.", email), 400);
-        }
-        if (!result.ok && result.code === "MAIL_FAILED") {
-          c.header("Retry-After", "60");
-          return c.html(
-            emailForm(
-              web,
-              next,
-              "We could not send the mail just now. Try again in a minute.",
-              email,
-            ),
-            503,
-          );
-        }
-        if (!result.ok) {
-          c.header("Retry-After", String(result.retryAfterSeconds));
-          const minutes = Math.ceil(result.retryAfterSeconds / 60);
-          return c.html(
-            emailForm(
-              web,
-              next,
-              `Too many codes asked for. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`,
-              email,
-            ),
-            429,
-          );
-        }
-        return c.redirect(`/sign-in/code?next=${encodeURIComponent(next)}`, 303);
-      }),
-    )
-    .get(
-      "/sign-in/code",
-      guard.page(async (c, web) => c.html(await codeForm(web, safeNext(c.req.query("next"))))),
-    )
-    .post(
-      "/sign-in/code",
-      guard.page(async (c, web) => {
-        const next = safeNext(web.form.get("next"));
-        const code = (web.form.get("code") ?? "").replace(/\s/g, "").slice(0, 12);
-        const result = await redeemSignInCode(ctx, { browserNonce: web.browserId, code });
-        if (result.ok) return signedIn(c, result.account.id, next);
-        const message =
-          result.code === "INVALID_CODE"
-            ? "That code is not right. Check the mail and try again."
-            : "This code has expired or was tried too often. Ask for a new one.";
-        return c.html(await codeForm(web, next, message), 400);
-      }),
-    )
-    .get(
-      "/sign-in/link",
-      guard.page((c, web) =>
-        // The link's secret is in the URL fragment: it never reaches a server log or a
-        // Referer, and a mail scanner that opens the link signs nobody in (it takes a POST).
-        c.html(
-          renderPage({
-            title: "Sign in",
-            session: web.session,
-            csrf: web.csrf,
-            body: html`<div class="card"><form method="post" action="/sign-in/link">
+      }
+      if (!result.ok) {
+        const minutes = Math.ceil(result.retryAfterSeconds / 60);
+        return refuse(web, next, email, {
+          status: 429,
+          error: `Too many codes asked for. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`,
+          headers: { "Retry-After": String(result.retryAfterSeconds) },
+        });
+      }
+      return redirect(`/sign-in/code?next=${encodeURIComponent(next)}`);
+    }),
+  });
+  const askCode = definePage({
+    method: "GET",
+    path: "/sign-in/code",
+    handle: guard.page(async (request, web) =>
+      htmlAnswer(await codeForm(web, safeNext(request.query.get("next")))),
+    ),
+  });
+  const redeemCode = definePage({
+    method: "POST",
+    path: "/sign-in/code",
+    handle: guard.page(async (request, web) => {
+      const next = safeNext(web.form.get("next"));
+      const code = (web.form.get("code") ?? "").replace(/\s/g, "").slice(0, 12);
+      const result = await redeemSignInCode(ctx, { browserNonce: web.browserId, code });
+      if (result.ok) return signedIn(request, result.account.id, next);
+      const message =
+        result.code === "INVALID_CODE"
+          ? "That code is not right. Check the mail and try again."
+          : "This code has expired or was tried too often. Ask for a new one.";
+      return htmlAnswer(await codeForm(web, next, message), 400);
+    }),
+  });
+  const followLink = definePage({
+    method: "GET",
+    path: "/sign-in/link",
+    handle: guard.page((_request, web) =>
+      // The link's secret is in the URL fragment: it never reaches a server log or a
+      // Referer, and a mail scanner that opens the link signs nobody in (it takes a POST).
+      htmlAnswer(
+        renderPage({
+          title: "Sign in",
+          session: web.session,
+          csrf: web.csrf,
+          body: html`<div class="card"><form method="post" action="/sign-in/link">
 ${csrfField(web.csrf)}<input type="hidden" id="link-token" name="link" value="">
 <p>Continue to sign in to AgentPass in this browser.</p>
 <p><button type="submit">Continue</button></p></form>
 <noscript><p>This link needs JavaScript; type the 6-digit code from the mail instead.</p></noscript></div>`,
-          }),
-        ),
+        }),
       ),
-    )
-    .post(
-      "/sign-in/link",
-      guard.page(async (c, web) => {
-        const link = (web.form.get("link") ?? "").slice(0, 100);
-        const result = await redeemSignInLink(ctx, { browserNonce: web.browserId, link });
-        if (result.ok) return signedIn(c, result.account.id, "/keys");
-        return c.html(
-          emailForm(
-            web,
-            "/keys",
-            "This link has expired, was used already, or was opened in another browser. Ask for a new code here.",
-          ),
-          400,
-        );
-      }),
-    )
-    .post(
-      "/sign-out",
-      guard.page(async (c) => {
-        await endWebSession(ctx, guard.sessionCookieOf(c));
-        guard.clearSessionCookie(c);
-        return c.redirect("/sign-in", 303);
-      }),
-    )
-    .post(
-      "/sign-out-everywhere",
-      guard.signedIn(async (c, web) => {
-        await endAllWebSessions(ctx, web.session.accountId);
-        if (web.form.get("apps") === "yes")
-          await revokeAllConnectedApps(ctx, web.session.accountId);
-        guard.clearSessionCookie(c);
-        return c.redirect("/sign-in", 303);
-      }),
-    );
+    ),
+  });
+  const redeemLink = definePage({
+    method: "POST",
+    path: "/sign-in/link",
+    handle: guard.page(async (request, web) => {
+      const link = (web.form.get("link") ?? "").slice(0, 100);
+      const result = await redeemSignInLink(ctx, { browserNonce: web.browserId, link });
+      if (result.ok) return signedIn(request, result.account.id, "/keys");
+      return refuse(web, "/keys", "", {
+        status: 400,
+        error:
+          "This link has expired, was used already, or was opened in another browser. Ask for a new code here.",
+      });
+    }),
+  });
+  const signOut = definePage({
+    method: "POST",
+    path: "/sign-out",
+    handle: guard.page(async (request) => {
+      await endWebSession(ctx, guard.sessionCookieOf(request));
+      return withCookies(redirect("/sign-in"), guard.clearedSessionCookie());
+    }),
+  });
+  const signOutEverywhere = definePage({
+    method: "POST",
+    path: "/sign-out-everywhere",
+    handle: guard.signedIn(async (_request, web) => {
+      await endAllWebSessions(ctx, web.session.accountId);
+      if (web.form.get("apps") === "yes") await revokeAllConnectedApps(ctx, web.session.accountId);
+      return withCookies(redirect("/sign-in"), guard.clearedSessionCookie());
+    }),
+  });
+  return [
+    askEmail,
+    sendCode,
+    askCode,
+    redeemCode,
+    followLink,
+    redeemLink,
+    signOut,
+    signOutEverywhere,
+  ];
 }

@@ -1,3 +1,5 @@
+import { definePage, type Page } from "@agentpass/http";
+
 /** The one stylesheet and the one script of the dashboard, served from /assets (CSP 'self'). */
 export const STYLESHEET = `
 :root{color-scheme:light dark;--fg:#18181b;--muted:#5b5b66;--line:#dcdce3;--bg:#fafafa;--surface:#fff;--code:#f0f0f4;--secret:#fff8e1;--accent:#2350d8;--on-accent:#fff;--bad:#b42318;--ok:#11734b}
@@ -62,3 +64,29 @@ if (link && location.hash.length > 1) { link.value = location.hash.slice(1); his
 
 /** The icon of every page: a key, in the accent colour. */
 export const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#2350d8"/><circle cx="12" cy="16" r="5" fill="none" stroke="#fff" stroke-width="3"/><path d="M17 16h10M23 16v4M27 16v3" stroke="#fff" stroke-width="3" stroke-linecap="round"/></svg>`;
+
+const ASSET_CACHE = "public, max-age=3600";
+
+/** The stylesheet, the script and the icon, as routes; `/favicon.ico` is the icon's old name. */
+export function assetRoutes(): Page[] {
+  const asset = (path: string, type: string, data: string) =>
+    definePage({
+      method: "GET",
+      path,
+      handle: () => ({
+        status: 200,
+        content: { type, data },
+        headers: { "Cache-Control": ASSET_CACHE },
+      }),
+    });
+  return [
+    asset("/assets/style.css", "text/css; charset=utf-8", STYLESHEET),
+    asset("/assets/app.js", "text/javascript; charset=utf-8", SCRIPT),
+    asset("/favicon.svg", "image/svg+xml", FAVICON),
+    definePage({
+      method: "GET",
+      path: "/favicon.ico",
+      handle: () => ({ status: 301, headers: { Location: "/favicon.svg" } }),
+    }),
+  ];
+}

@@ -1,23 +1,24 @@
-import type { Context } from "hono";
+import type { Answer } from "@agentpass/http";
 import type { WebRequest } from "./guard.ts";
-import { csrfField, html, renderPage } from "./page.ts";
+import { html, type SafeHtml } from "./html.ts";
+import { csrfField, renderPage } from "./page.ts";
+import { htmlAnswer } from "./page-answers.ts";
 
 /**
  * The second step of a destructive action, a page of its own (GET): says what happens, then
  * posts to `action` with `confirm=yes`. A post without it changes nothing.
  */
 export function confirmPage(
-  c: Context,
   web: WebRequest,
   page: {
     title: string;
-    text: ReturnType<typeof html>;
+    text: SafeHtml;
     action: string;
     button: string;
     cancel: string;
   },
-) {
-  return c.html(
+): Answer {
+  return htmlAnswer(
     renderPage({
       title: page.title,
       session: web.session,

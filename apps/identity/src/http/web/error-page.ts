@@ -1,10 +1,14 @@
-import type { Context } from "hono";
+import type { Answer, PlainAnswer, RefusedRequest } from "@agentpass/http";
 import type { WebRequest } from "./guard.ts";
-import { html, renderPage } from "./page.ts";
+import { html } from "./html.ts";
+import { renderPage } from "./page.ts";
+import { htmlAnswer, withPageHeaders } from "./page-answers.ts";
 
 /** Whether the caller is a browser asking for a page, not an API client: it gets HTML errors. */
-export function wantsPage(c: Context): boolean {
-  return !c.req.path.startsWith("/api/") && (c.req.header("accept") ?? "").includes("text/html");
+export function wantsPage(request: RefusedRequest): boolean {
+  return (
+    !request.path.startsWith("/api/") && (request.header("accept") ?? "").includes("text/html")
+  );
 }
 
 const TITLES: Record<number, string> = { 404: "Page not found", 405: "Not allowed here" };
@@ -20,9 +24,22 @@ export function errorPage(status: number, message: string) {
   });
 }
 
+/**
+ * The router's answer to a refusal or a fault on a page or an unknown path: for a browser, a page
+ * naming the status and, for a fault, the request id; for an API client the JSON it was.
+ */
+export function renderPageError(answer: PlainAnswer, request: RefusedRequest): Answer {
+  if (!wantsPage(request)) return answer;
+  const { error, requestId } = answer.body;
+  const message = requestId ? `${error} (request id ${requestId})` : String(error);
+  return withPageHeaders(
+    htmlAnswer(errorPage(answer.status, message), answer.status, answer.headers),
+  );
+}
+
 /** What a signed-in person gets for a key or partner that does not exist or is not theirs. */
-export function notFoundPage(c: Context, web: WebRequest) {
-  return c.html(
+export function notFoundPage(web: WebRequest): Answer {
+  return htmlAnswer(
     renderPage({
       title: "Not found",
       session: web.session,

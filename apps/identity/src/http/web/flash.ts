@@ -1,8 +1,8 @@
 import type { KeyObject } from "node:crypto";
-import type { Context } from "hono";
-import { setCookie } from "hono/cookie";
+import type { EndpointRequest } from "@agentpass/http";
 import { z } from "zod";
 import { openFlash, sealFlash } from "../../infra/crypto.ts";
+import { cookieHeader, readCookies } from "./cookies.ts";
 
 const FlashSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("notice"), tone: z.enum(["ok", "error"]), text: z.string() }),
@@ -45,25 +45,33 @@ export function createFlashCookies(options: {
   const attributes = { httpOnly: true, secure: options.secure, sameSite: "Lax" } as const;
 
   return {
-    /** Leaves `flash` for the next GET of `path` by `reader`. */
-    leave(c: Context, reader: FlashReader, path: string, flash: Flash): void {
+    /** The cookie (`Set-Cookie`) that leaves `flash` for the next GET of `path` by `reader`. */
+    leave(reader: FlashReader, path: string, flash: Flash): string {
       const sealed = sealFlash(options.key, {
         text: JSON.stringify(flash),
         boundTo: boundTo(reader, path),
         expiresAt: options.clock() + FLASH_LIFETIME_MS,
       });
-      setCookie(c, name, sealed, { ...attributes, path, maxAge: FLASH_LIFETIME_MS / 1000 });
+      return cookieHeader(name, sealed, { ...attributes, path, maxAge: FLASH_LIFETIME_MS / 1000 });
     },
 
-    /** The flash left for this page and reader, if any; its cookie is cleared. */
-    take(c: Context, reader: FlashReader): Flash | null {
-      const path = c.req.path;
+    /**
+     * The flash left for this page and reader, if any, with the cookie that clears it; null when
+     * none was left.
+     */
+    take(
+      request: EndpointRequest,
+      reader: FlashReader,
+    ): { flash: Flash | null; clear: string } | null {
+      const path = request.path;
       // A flash left for a parent path (`/partners` on `/partners/…`) is sent too: try each.
-      for (const value of cookieValues(c, name)) {
+      for (const value of readCookies(request, name)) {
         const text = openFlash(options.key, value, boundTo(reader, path), options.clock());
         if (text === null) continue;
-        setCookie(c, name, "", { ...attributes, path, maxAge: 0 });
-        return decodeFlash(text);
+        return {
+          flash: decodeFlash(text),
+          clear: cookieHeader(name, "", { ...attributes, path, maxAge: 0 }),
+        };
       }
       return null;
     },
@@ -74,15 +82,6 @@ export type FlashCookies = ReturnType<typeof createFlashCookies>;
 
 function boundTo(reader: FlashReader, path: string): string {
   return [reader.browserId, reader.session?.idHash ?? "", path].join("\n");
-}
-
-function cookieValues(c: Context, name: string): string[] {
-  const prefix = `${name}=`;
-  return (c.req.header("cookie") ?? "")
-    .split(";")
-    .map((pair) => pair.trim())
-    .filter((pair) => pair.startsWith(prefix))
-    .map((pair) => pair.slice(prefix.length));
 }
 
 /** Only this service seals flashes, but one left by an older release may have another shape. */

@@ -1,13 +1,13 @@
 import type { KeyObject } from "node:crypto";
-import { readHeader, readTextBody } from "@agentpass/http";
-import type { Context } from "hono";
-import { getCookie, setCookie } from "hono/cookie";
+import { type Answer, type EndpointRequest, type Page, readIncomingText } from "@agentpass/http";
 import type { Needs } from "../../context.ts";
 import { resolveWebSession, SESSION_MAX_MS, type WebSession } from "../../domain/web-sessions.ts";
 import { randomSecret, sameHash, sha256 } from "../../infra/crypto.ts";
+import { cookieHeader, readCookie } from "./cookies.ts";
 import { createFlashCookies, type Flash, type FlashReader } from "./flash.ts";
+import { htmlAnswer, redirect, withCookies, withPageHeaders } from "./page-answers.ts";
 
-/** What a dashboard page handler gets beside the Hono context. */
+/** What a dashboard page handler gets beside the request. */
 export interface WebRequest {
   session: WebSession | null;
   /** The random id of this browser (HttpOnly cookie): sign-in codes are bound to it. */
@@ -24,15 +24,16 @@ export interface SignedInRequest extends WebRequest {
   session: WebSession;
 }
 
-type Handler<R> = (c: Context, web: R) => Response | Promise<Response>;
+type Handler<R> = (request: EndpointRequest, web: R) => Answer | Promise<Answer>;
 
 const MAX_FORM_BYTES = 16 * 1024;
 const BROWSER_COOKIE_MAX_AGE_S = 400 * 24 * 60 * 60;
 
 /**
- * Everything a dashboard page needs before its handler runs: security headers, the browser id,
- * the session, and on every POST the CSRF check (the form's `_csrf` must match this browser's
- * token, and a cross-site `Origin` or `Sec-Fetch-Site` is refused outright).
+ * Everything a dashboard page needs before its handler runs: the browser id, the session, and on
+ * every POST the CSRF check (the form's `_csrf` must match this browser's token, and a
+ * cross-site `Origin` or `Sec-Fetch-Site` is refused outright); and after it, the page headers
+ * (`PAGE_HEADERS`) and the cookies it set on whatever the page answers.
  *
  * Cookies are `__Host-` prefixed and Secure when the public URL is https, HttpOnly and
  * SameSite=Lax always. Over plain http (localhost in development) the prefix is impossible.
@@ -59,106 +60,113 @@ export function createWebGuard(
     clock: ctx.clock,
   });
 
-  function setSecurityHeaders(c: Context): void {
-    c.header(
-      "Content-Security-Policy",
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    );
-    c.header("X-Frame-Options", "DENY");
-    // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on form posts.
-    c.header("Referrer-Policy", "same-origin");
-    c.header("Cache-Control", "no-store");
-    c.header("Cross-Origin-Opener-Policy", "same-origin");
-  }
-
-  function browserIdOf(c: Context): string {
-    const existing = getCookie(c, names.browser);
+  /** This browser's id; a new one is set (into `cookies`) when it has none. */
+  function browserIdOf(request: EndpointRequest, cookies: string[]): string {
+    const existing = readCookie(request, names.browser);
     if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
     const fresh = randomSecret();
-    setCookie(c, names.browser, fresh, { ...cookieOptions, maxAge: BROWSER_COOKIE_MAX_AGE_S });
+    cookies.push(
+      cookieHeader(names.browser, fresh, { ...cookieOptions, maxAge: BROWSER_COOKIE_MAX_AGE_S }),
+    );
     return fresh;
   }
 
   /** A POST from another site is refused before its body is read. */
-  function isCrossSite(c: Context): boolean {
-    const site = readHeader(c, "sec-fetch-site");
+  function isCrossSite(request: EndpointRequest): boolean {
+    const site = request.header("sec-fetch-site");
     if (site !== undefined && site !== "same-origin" && site !== "none") return true;
-    const origin = readHeader(c, "origin");
+    const origin = request.header("origin");
     if (origin === undefined || origin === "null") return false; // the token still decides
-    return URL.parse(origin)?.host !== readHeader(c, "host");
+    return URL.parse(origin)?.host !== request.header("host");
   }
 
-  /** Headers, browser id, session and, on POST, the checked form; or the 403 of a forged post. */
-  async function prepare(c: Context): Promise<WebRequest | Response> {
-    setSecurityHeaders(c);
-    const browserId = browserIdOf(c);
+  /** The form of a POST, once it is proven to come from this site's page; else null. */
+  async function checkedForm(request: EndpointRequest, csrf: string) {
+    if (isCrossSite(request)) return null;
+    const text = await readIncomingText(request.incoming, MAX_FORM_BYTES);
+    if (text === undefined) return null;
+    const form = new URLSearchParams(text);
+    return sameHash(form.get("_csrf") ?? "", csrf) ? form : null;
+  }
+
+  /**
+   * Prepares the page's `WebRequest`, runs `handler` (a forged or expired post gets a 403
+   * instead), and gives what it answers the page headers and the cookies set on the way.
+   */
+  async function serve(request: EndpointRequest, handler: Handler<WebRequest>): Promise<Answer> {
+    const cookies: string[] = [];
+    const browserId = browserIdOf(request, cookies);
     const csrf = sha256(`csrf:${browserId}`);
-    const session = await resolveWebSession(ctx, getCookie(c, names.session));
-    let form = new URLSearchParams();
-    const flash = c.req.method === "GET" ? flashes.take(c, { browserId, session }) : null;
-    if (c.req.method === "POST") {
-      if (isCrossSite(c)) return forbidden(c);
-      const text = await readTextBody(c, MAX_FORM_BYTES);
-      if (text === undefined) return forbidden(c);
-      form = new URLSearchParams(text);
-      if (!sameHash(form.get("_csrf") ?? "", csrf)) return forbidden(c);
+    const session = await resolveWebSession(ctx, readCookie(request, names.session));
+    let flash: Flash | null = null;
+    if (request.method === "GET") {
+      const taken = flashes.take(request, { browserId, session });
+      if (taken) cookies.push(taken.clear);
+      flash = taken?.flash ?? null;
     }
-    return { session, browserId, csrf, form, flash };
+    let form = new URLSearchParams();
+    if (request.method === "POST") {
+      const checked = await checkedForm(request, csrf);
+      if (!checked) return withPageHeaders(FORM_EXPIRED, cookies);
+      form = checked;
+    }
+    const answer = await handler(request, { session, browserId, csrf, form, flash });
+    return withPageHeaders(answer, cookies);
   }
 
   return {
-    /** Wraps the handler of a page anyone may see. */
-    page(handler: Handler<WebRequest>) {
-      return async (c: Context): Promise<Response> => {
-        const web = await prepare(c);
-        return web instanceof Response ? web : handler(c, web);
-      };
+    /** The handler of a page anyone may see. */
+    page(handler: Handler<WebRequest>): Page["handle"] {
+      return (request) => serve(request, handler);
     },
 
-    /** Wraps the handler of a page for a signed-in person; others are sent to sign in first. */
-    signedIn(handler: Handler<SignedInRequest>) {
-      return async (c: Context): Promise<Response> => {
-        const web = await prepare(c);
-        if (web instanceof Response) return web;
+    /** The handler of a page for a signed-in person; others are sent to sign in first. */
+    signedIn(handler: Handler<SignedInRequest>): Page["handle"] {
+      const orSignIn: Handler<WebRequest> = (request, web) => {
         const { session } = web;
-        if (session) return handler(c, { ...web, session });
-        const next = c.req.method === "GET" ? c.req.path + new URL(c.req.url).search : "/keys";
-        return c.redirect(`/sign-in?next=${encodeURIComponent(next)}`, 303);
+        if (session) return handler(request, { ...web, session });
+        const asked = request.search ? `${request.path}?${request.search}` : request.path;
+        const next = request.method === "GET" ? asked : "/keys";
+        return redirect(`/sign-in?next=${encodeURIComponent(next)}`);
       };
+      return (request) => serve(request, orSignIn);
     },
 
     /**
      * The answer to a form post that did what it asked: 303 to the page at `path`, which shows
      * `flash` once to `reader` (the browser and the session it will have there).
      */
-    seeOther(c: Context, reader: FlashReader, path: string, flash?: Flash): Response {
-      if (flash) flashes.leave(c, reader, path, flash);
-      return c.redirect(path, 303);
+    seeOther(reader: FlashReader, path: string, flash?: Flash): Answer {
+      if (!flash) return redirect(path);
+      return withCookies(redirect(path), flashes.leave(reader, path, flash));
     },
 
-    /** Starts the session cookie of a new sign-in (a new id every time: no fixation). */
-    setSessionCookie(c: Context, token: string): void {
-      setCookie(c, names.session, token, { ...cookieOptions, maxAge: SESSION_MAX_MS / 1000 });
+    /** The session cookie of a new sign-in (a new id every time: no fixation). */
+    sessionCookie(token: string): string {
+      return cookieHeader(names.session, token, {
+        ...cookieOptions,
+        maxAge: SESSION_MAX_MS / 1000,
+      });
     },
 
-    clearSessionCookie(c: Context): void {
-      setCookie(c, names.session, "", { ...cookieOptions, maxAge: 0 });
+    /** The cookie that ends this browser's session. */
+    clearedSessionCookie(): string {
+      return cookieHeader(names.session, "", { ...cookieOptions, maxAge: 0 });
     },
 
-    sessionCookieOf(c: Context): string | undefined {
-      return getCookie(c, names.session);
+    sessionCookieOf(request: EndpointRequest): string | undefined {
+      return readCookie(request, names.session);
     },
   };
 }
 
 export type WebGuard = ReturnType<typeof createWebGuard>;
 
-function forbidden(c: Context): Response {
-  return c.html(
-    `<!doctype html><meta charset="utf-8"><title>Form expired · AgentPass</title><link rel="stylesheet" href="/assets/style.css"><main><h1>This form has expired</h1><p>Go back, reload the page and try again.</p></main>`,
-    403,
-  );
-}
+/** The answer to a forged or expired form post. */
+const FORM_EXPIRED = htmlAnswer(
+  `<!doctype html><meta charset="utf-8"><title>Form expired · AgentPass</title><link rel="stylesheet" href="/assets/style.css"><main><h1>This form has expired</h1><p>Go back, reload the page and try again.</p></main>`,
+  403,
+);
 
 /**
  * A path on this site to go to after sign-in; anything else (other hosts, `//x`, `/\x`,

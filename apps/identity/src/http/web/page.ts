@@ -1,19 +1,16 @@
-import { html, raw } from "hono/html";
-import type { HtmlEscapedString } from "hono/utils/html";
 import type { WebSession } from "../../domain/web-sessions.ts";
 import type { Flash } from "./flash.ts";
-
-type Content = HtmlEscapedString | Promise<HtmlEscapedString> | string;
+import { html, type SafeHtml } from "./html.ts";
 
 export interface PageOptions {
   title: string;
   session: WebSession | null;
   csrf: string;
-  body: Content;
+  body: SafeHtml | string;
 }
 
 /** The frame of every dashboard page: navigation, the main content, no inline script. */
-export function renderPage({ title, session, csrf, body }: PageOptions) {
+export function renderPage({ title, session, csrf, body }: PageOptions): SafeHtml {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -61,4 +58,4 @@ export function formatTime(ms: number | null): string {
   return ms === null ? "never" : `${new Date(ms).toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }
 
-export { html, raw };
+export { html };
