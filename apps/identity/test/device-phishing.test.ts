@@ -3,7 +3,6 @@ import { after, before, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
 import { startServer } from "@agentpass/http";
 import { displayableClientName } from "../src/domain/device-login.ts";
-import { networkOf } from "../src/http/pages/device.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 import { type Mailbox, signInSecrets, startMailbox } from "./support/mailbox.ts";
 import { type WebClient, webClient } from "./support/web-client.ts";
@@ -111,11 +110,5 @@ describe("what the approval page shows of names and addresses", () => {
     assert.equal(displayableClientName("agentpass on ada-laptop"), "agentpass on ada-laptop");
     assert.equal(displayableClientName("Zoë's Mac"), "Zoë's Mac");
     assert.equal(displayableClientName("\u202e\u200b"), "CLI login");
-  });
-
-  it("names the network of an address", () => {
-    assert.equal(networkOf("203.0.113.77"), "203.0.113.0/24");
-    assert.equal(networkOf("2001:db8:cafe:1::/64"), "2001:db8:cafe::/48");
-    assert.equal(networkOf("2001:db8::1"), "2001:db8:0::/48");
   });
 });

@@ -23,9 +23,12 @@ export const ERRORS = {
     session_token_invalid: { status: 401, message: "Invalid or expired session token" },
     session_token_unbound: {
       status: 401,
-      message: "Session token not bound to the notes API: mint it with --audience",
+      message:
+        "Session token not bound to the notes API: mint it with agentpass token --resource <url> (or --audience <partner id>)",
     },
-    no_account: { status: 401, message: "No account for this user" },
+    // The token is good: saying so keeps an agent from minting again, or an OAuth client from
+    // asking the person to consent again, for an account only the notes API's admin can add.
+    no_account: { status: 401, message: "No notes account for this email (the token is valid)" },
     origin_not_allowed: { status: 403, message: "Origin not allowed" },
     note_not_found: { status: 404, message: "Note not found" },
     tag_not_found: { status: 404, message: "Tag not found" },

@@ -9,6 +9,8 @@ import { AUTHENTICATED_ENDPOINTS } from "./support/endpoints.ts";
 import { openTestNotes, type TestNotes } from "./support/harness.ts";
 
 const ENDPOINTS = AUTHENTICATED_ENDPOINTS;
+/** The refusal of a good token whose email has no notes account: it says which is missing. */
+const NO_ACCOUNT = "No notes account for this email (the token is valid)";
 
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
 
@@ -81,10 +83,10 @@ for (const engine of testEngines()) {
       assert.equal((await notes.call(fresh, "GET", "/api/notes")).status, 200);
     });
 
-    it("answers 401 No account for this user when the email has no notes account", async () => {
+    it("answers 401 saying the account is missing, not the token, when the email has no notes account", async () => {
       const stranger = await notes.person(`stranger-${crypto.randomUUID()}@example.com`, false);
       for (const [method, path] of ENDPOINTS) {
-        await expectAnswer(await stranger.call(method, path), 401, "No account for this user");
+        await expectAnswer(await stranger.call(method, path), 401, NO_ACCOUNT);
       }
     });
 
@@ -93,12 +95,12 @@ for (const engine of testEngines()) {
       // made after it arrived, so a change committed by another process is never missed.
       const email = `newcomer-${crypto.randomUUID()}@example.com`;
       const person = await notes.person(email, false);
-      await expectAnswer(await person.call("GET", "/api/notes"), 401, "No account for this user");
+      await expectAnswer(await person.call("GET", "/api/notes"), 401, NO_ACCOUNT);
       await adminCli(notes, "users", "add", email);
       assert.equal((await person.call("GET", "/api/notes")).status, 200);
       assert.equal((await person.call("GET", "/api/tags")).status, 200);
       await adminCli(notes, "users", "remove", email, "--yes");
-      await expectAnswer(await person.call("GET", "/api/notes"), 401, "No account for this user");
+      await expectAnswer(await person.call("GET", "/api/notes"), 401, NO_ACCOUNT);
       await adminCli(notes, "users", "add", email);
       const created = await person.call("POST", "/api/notes", { title: "back again" });
       assert.equal(created.status, 201, await created.clone().text());

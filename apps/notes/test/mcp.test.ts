@@ -332,7 +332,14 @@ for (const engine of testEngines()) {
           answer.headers.get("www-authenticate"),
           `${MCP_CHALLENGE}, error="invalid_token"${why}, ${LEGACY}`,
         );
-        assert.equal(((await answer.json()) as { code: string }).code, code);
+        const body = (await answer.json()) as { code: string; error: string };
+        assert.equal(body.code, code);
+        if (code === "session_token_unbound") {
+          assert.equal(
+            body.error,
+            `Session token not bound to the notes API: mint it with agentpass token --resource ${PUBLIC_URL}/mcp (or --audience <partner id>)`,
+          );
+        }
         await assert.rejects(connect(token), (error: unknown) => {
           assert.ok(error instanceof StreamableHTTPError);
           assert.equal(error.code, 401);
@@ -357,13 +364,21 @@ for (const engine of testEngines()) {
       assert.equal(((await answer.json()) as { code: string }).code, "session_token_invalid");
     });
 
-    it("refuses a bound token of a person without a notes account (401 no_account)", async () => {
+    it("refuses a bound token of a person without a notes account: 401 no_account, no invalid_token", async () => {
       const stranger = await notes.person(undefined, false);
       const answer = await post({
         authorization: `Bearer ${await notes.mint(stranger.key, notes.partner.id)}`,
       });
       assert.equal(answer.status, 401);
-      assert.equal(((await answer.json()) as { code: string }).code, "no_account");
+      // invalid_token would send an OAuth client to refresh or re-authorize, in a loop.
+      assert.equal(
+        answer.headers.get("www-authenticate"),
+        `${MCP_CHALLENGE}, error_description="The token is valid, but no account here has its email: the notes API's admin must add one", ${LEGACY}`,
+      );
+      assert.deepEqual(await answer.json(), {
+        error: "No notes account for this email (the token is valid)",
+        code: "no_account",
+      });
     });
 
     it("refuses a request from another origin with 403 before authentication", async () => {

@@ -9,9 +9,14 @@ const API_METADATA = `${PUBLIC_URL}/.well-known/oauth-protected-resource`;
 const MCP_METADATA = `${API_METADATA}/mcp`;
 const LEGACY = 'AgentPass-Session header="x-session-token"';
 
+/** What the challenge of a 401 for a good token without an account says instead of an error. */
+const NO_ACCOUNT =
+  'error_description="The token is valid, but no account here has its email: the notes API\'s admin must add one"';
+
 /** The challenge of a 401 (or of the 400 for two tokens) at a resource. */
 function challenge(metadata: string, error?: string): string {
   const bearer = `Bearer resource_metadata="${metadata}"`;
+  if (error === NO_ACCOUNT) return `${bearer}, ${NO_ACCOUNT}, ${LEGACY}`;
   return `${error ? `${bearer}, error="${error}"` : bearer}, ${LEGACY}`;
 }
 
@@ -95,7 +100,7 @@ for (const engine of testEngines()) {
       }
     });
 
-    it("names the resource metadata in every 401's challenge, with invalid_token once a token was sent", async () => {
+    it("names the resource metadata in every 401's challenge, with invalid_token for a bad token, never for a good one without an account", async () => {
       const stranger = await notes.person(undefined, false);
       const expired = await notes.person();
       notes.advance(300_000);
@@ -105,7 +110,7 @@ for (const engine of testEngines()) {
           [{ "x-session-token": "aps_forged" }, "session_token_invalid", "invalid_token"],
           [{ authorization: "Bearer aps_forged" }, "session_token_invalid", "invalid_token"],
           [{ authorization: `Bearer ${expired.token}` }, "session_token_invalid", "invalid_token"],
-          [{ "x-session-token": await notes.mint(stranger.key) }, "no_account", "invalid_token"],
+          [{ "x-session-token": await notes.mint(stranger.key) }, "no_account", NO_ACCOUNT],
         ];
         for (const [headers, code, error] of cases) {
           for (const [method, path] of ENDPOINTS) {

@@ -107,15 +107,8 @@ def agentpass(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentPass]:
         run_node([NOTES_BIN, "users", "add", EMAIL], notes_env)
         servers.append(start_server("notes", [NOTES_BIN, "serve"], notes_env))
         notes_url = servers[1].url
-        run_node(
-            [
-                "packages/python/tests/register-resource.ts",
-                notes_partner_id,
-                notes_url,
-                f"{notes_url}/mcp",
-            ],
-            identity_env,
-        )
+        for resource in (notes_url, f"{notes_url}/mcp"):
+            identity("partner-resources", "add", notes_partner_id, resource)
         yield AgentPass(
             identity_url=identity_url,
             notes_url=notes_url,

@@ -70,7 +70,7 @@ export interface PendingDeviceLogin {
   clientName: string;
   /** Epoch ms. */
   startedAt: number;
-  /** The address the login was started from (IPv6 as its /64), or null if unrecorded. */
+  /** The address the login was started from (IPv6 as its /48), or null if unrecorded. */
   startedFrom: string | null;
   deviceHash: string;
 }
@@ -107,6 +107,41 @@ export async function decideDeviceLogin(
     approve ? "approved" : "denied",
     accountId,
   );
+}
+
+/**
+ * The network an address belongs to, as the approval page shows it and compares it: IPv4 /24,
+ * IPv6 /48, and every loopback address one network, this machine. A login started on the same
+ * machine must never look like one from elsewhere: the CLI reaches the service as `127.0.0.1`
+ * while the browser reaches `localhost` as `::1`, and a warning shown on every local login
+ * teaches people to click past the one that matters. Addresses come as the service records
+ * them (`clientIp()`: IPv4-mapped IPv6 as IPv4, IPv6 as its /48 such as `0:0:0::/48`).
+ */
+export function networkOf(address: string): string {
+  const text = address.trim().toLowerCase();
+  const v4 = /^(?:::ffff:)?(\d+)\.(\d+)\.(\d+)\.\d+$/.exec(text);
+  if (v4?.[1] === "127") return LOOPBACK_NETWORK;
+  if (v4) return `${v4[1]}.${v4[2]}.${v4[3]}.0/24`;
+  if (!text.includes(":")) return text;
+  const [head = "", tail] = (text.split(/[/%]/)[0] ?? "").split("::");
+  const groupsOf = (part: string) => (part ? part.split(":") : []);
+  const left = groupsOf(head);
+  const right = groupsOf(tail ?? "");
+  const zeros: string[] = Array(Math.max(0, 8 - left.length - right.length)).fill("0");
+  const groups = [...left, ...(tail === undefined ? [] : zeros), ...right];
+  const prefix = groups.slice(0, 3).map((group) => Number.parseInt(group, 16) || 0);
+  // ::/48 holds ::1 and nothing routable (global unicast is 2000::/3): recorded as its /48,
+  // ::1 is `0:0:0::/48`, so that whole /48 is this machine.
+  if (prefix.every((group) => group === 0)) return LOOPBACK_NETWORK;
+  return `${prefix.map((group) => group.toString(16)).join(":")}::/48`;
+}
+
+/** The network of every loopback address, IPv4 or IPv6. */
+export const LOOPBACK_NETWORK = "loopback: this machine";
+
+/** Whether two recorded addresses are on one network as `networkOf` sees it. */
+export function isSameNetwork(a: string, b: string): boolean {
+  return networkOf(a) === networkOf(b);
 }
 
 /** What each refusal of a poll means, for the device's person (RFC 8628 section 3.5). */

@@ -44,5 +44,13 @@ export function challengeOf(
  * said in the challenge, so a client that left out `resource` learns what to change instead of
  * asking the person to consent again and again.
  */
+/**
+ * Why a token AgentPass vouches for finds no account: said in the challenge without RFC 6750's
+ * `invalid_token`, which tells OAuth and MCP clients to refresh or authorize again, in a loop,
+ * while the token is fine and it is the account that is missing.
+ */
+export const NO_ACCOUNT_DESCRIPTION =
+  "The token is valid, but no account here has its email: the notes API's admin must add one";
+
 export const UNBOUND_TOKEN_DESCRIPTION =
   "The token is not bound to this resource: ask AgentPass for it with the resource parameter (RFC 8707)";
