@@ -65,6 +65,8 @@ const PYTHON_MODULES: { debianPackage: string; module: string }[] = [
   { debianPackage: "python3-requests", module: "requests" },
   { debianPackage: "python3-build", module: "build" },
   { debianPackage: "python3-venv", module: "ensurepip" },
+  // The deploy recipe's compose.yaml is read with it (scripts/test/deploy-files.test.ts).
+  { debianPackage: "python3-yaml", module: "yaml" },
 ];
 
 function missingPythonPackages(): string[] {

@@ -87,9 +87,12 @@ export interface Release {
   published: PublishDryRun;
 }
 
-/** Builds packages/<name>, packs it into `destination`, and dry-runs its publish. */
+/**
+ * Packs the built packages/<name> into `destination` and dry-runs its publish. The build is the
+ * one the test command runs first (`npm run test:suites`): rebuilding here, in place, would take
+ * `dist` away from the suites running beside this one.
+ */
 export function prepareRelease(name: PublishedPackage, destination: string): Release {
-  buildPackage(name);
   const tarball = packPackage(name, destination);
   return { tarball, manifest: readPackedManifest(tarball), published: publishDryRun(name) };
 }

@@ -17,13 +17,16 @@ export interface StartedProduct {
  * listed partner of the identity service with its own partner key (kept across restarts).
  *
  * Environment: the identity service's variables (PORT 4000, DATA_DIR, DATABASE_URL, …); the
- * notes API takes NOTES_PORT (4001) and NOTES_DATABASE_URL (unset: SQLite in DATA_DIR).
+ * notes API takes NOTES_PORT (4001) and NOTES_DATABASE_URL (unset: SQLite in DATA_DIR). DATA_DIR
+ * defaults to `data/` at the repository's root whatever the working folder, as the admin command
+ * lines do (`DEFAULT_DATA_DIR` of each config), so they find this database.
  */
 export async function startProduct(
   env: Record<string, string | undefined>,
 ): Promise<StartedProduct> {
   const identityConfig = loadConfig(env);
   if (!identityConfig.ok) throw new Error(identityConfig.error);
+  for (const warning of identityConfig.warnings) console.warn(warning);
   const identityService = await openIdentityService(identityConfig.config);
   const identity = await startServer(identityService, {
     port: identityConfig.config.port,
@@ -42,6 +45,7 @@ export async function startProduct(
       ...env,
       PORT: notesPort,
       DATABASE_URL: env.NOTES_DATABASE_URL,
+      DATABASE_URL_FILE: env.NOTES_DATABASE_URL_FILE,
       PUBLIC_URL: env.NOTES_PUBLIC_URL,
       // AgentPass as clients know it (its PUBLIC_URL, by default http://localhost:<port>): the
       // notes API's protected-resource metadata names this URL, and an OAuth client checks it
@@ -50,8 +54,10 @@ export async function startProduct(
         ? identityConfig.config.publicUrl
         : identity.url.replace("127.0.0.1", "localhost"),
       AGENTPASS_PARTNER_KEY: partnerKey,
+      AGENTPASS_PARTNER_KEY_FILE: undefined,
     });
     if (!notesConfig.ok) throw new Error(notesConfig.error.replace("PORT", "NOTES_PORT"));
+    for (const warning of notesConfig.warnings) console.warn(`notes API: ${warning}`);
     const notesService = await openNotesService(notesConfig.config);
     const notes = await startServer(notesService, {
       port: notesConfig.config.port,

@@ -37,6 +37,12 @@ const RUN = {
   "partner-verify": "bash, after notes-curl",
   "partner-introspect": "bash, after partner-verify",
   "mcp-token": "bash, after partner-introspect",
+  "partner-express": "node, as a .mjs: a server the test asks as an agent would, each table row",
+  "partner-hono": "node, as a .ts: a server the test asks as an agent would, each table row",
+  "partner-fastapi":
+    "Debian's python3, the package from packages/python/src: a server asked as partner-express is",
+  "partner-flask":
+    "Debian's python3, the package from packages/python/src: a server asked as partner-express is",
   "openid-client-device": "node, as a .mjs; the device login is approved as ada",
   "mcp-sdk-header": "node, as a .ts, with the CLI logged in",
   "mcp-static-header":
@@ -44,6 +50,9 @@ const RUN = {
   "mcp-oauth-config": "its url's 401 leads to AgentPass's metadata, as the page says",
   "production-commands":
     "each service started with the flags of scripts/node-flags.ts, then stopped",
+  "metrics-scrape": "parsed as YAML (Debian's python3-yaml): two jobs, one per service",
+  "metrics-alerts":
+    "parsed as YAML: every series an expression names is one a service serves at /metrics",
   "server-usage": "equal to the usage of agentpass-server --help",
   "notes-usage": "equal to the usage of agentpass-notes --help",
   "cli-logout": "bash, last: afterwards agentpass token has no key",
@@ -183,6 +192,40 @@ describe("the snippets of the README and docs/", () => {
         /\bnode (?:--\S+ )*(\S+\.(?:ts|mjs|js))\b/g,
       )) {
         assert.ok(existsSync(join(root, file)), `${found.at}: ${file} does not exist`);
+      }
+    }
+  });
+
+  it("are Prometheus configuration that parses and names only the series the services serve", () => {
+    const yaml = (text: string) =>
+      JSON.parse(
+        execFileSync(
+          process.env.PYTHON || "/usr/bin/python3",
+          ["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin.read())))"],
+          { input: text, encoding: "utf8" },
+        ),
+      );
+    const scrape = yaml(snippet("metrics-scrape")) as { scrape_configs: { job_name: string }[] };
+    assert.deepEqual(
+      scrape.scrape_configs.map((job) => job.job_name),
+      ["agentpass-identity", "agentpass-notes"],
+    );
+    const alerts = yaml(snippet("metrics-alerts")) as {
+      groups: { rules: { alert: string; expr: string }[] }[];
+    };
+    const rules = alerts.groups.flatMap((group) => group.rules);
+    assert.ok(rules.length >= 3);
+    // A histogram's series are its name with _bucket, _sum and _count.
+    const sources = [
+      "packages/http/src/metrics.ts",
+      "apps/notes/src/routes/authentication-metrics.ts",
+    ]
+      .map((file) => readFileSync(join(root, file), "utf8"))
+      .join("\n");
+    for (const { alert, expr } of rules) {
+      for (const [series] of expr.matchAll(/agentpass_\w+/g)) {
+        const name = series.replace(/_(bucket|sum|count)$/, "");
+        assert.ok(sources.includes(`"${name}"`), `${alert}: ${series} is served`);
       }
     }
   });
@@ -432,6 +475,105 @@ describe("the snippets of the README and docs/", () => {
       assert.equal(server.registration_endpoint, `${identityUrl}/oauth/register`);
     });
 
+    /** `agentpass-server` against npm start's database: its stdout, trimmed. */
+    const admin = (...args: string[]) =>
+      execFileSync(process.execPath, [join(root, "apps/identity/src/bin.ts"), ...args], {
+        cwd: root,
+        env: { ...env, LOG_LEVEL: "silent" },
+        encoding: "utf8",
+      }).trim();
+
+    /** A fresh session token of ada's, minted as an agent does. */
+    async function mintAsAda(userKey: string): Promise<string> {
+      const minted = await fetch(`${identityUrl}/api/session-tokens`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${userKey}` },
+      });
+      assert.equal(minted.status, 201, await minted.clone().text());
+      return ((await minted.json()) as { sessionToken: string }).sessionToken;
+    }
+
+    const partnerServers: { id: SnippetId; file: string; command: () => string }[] = [
+      { id: "partner-express", file: "partner.mjs", command: () => process.execPath },
+      { id: "partner-hono", file: "partner.ts", command: () => process.execPath },
+      { id: "partner-fastapi", file: "partner_fastapi.py", command: python },
+      { id: "partner-flask", file: "partner_flask.py", command: python },
+    ];
+    for (const { id, file, command } of partnerServers) {
+      it(`${id}: answers the agent as the table of docs/partners.md says`, async () => {
+        const partner = admin("partners", "create", "--name", id, "--owner", "ada@example.com");
+        const partnerKey = JSON.parse(admin("partner-keys", "create", partner, "--json"));
+        const userKey = admin("user-keys", "create", "ada@example.com", "--name", id);
+        const path = join(scratch, file);
+        writeFileSync(path, snippet(id));
+        const port = await freePort();
+        const child = spawn(command(), [path], {
+          cwd: scratch,
+          env: {
+            ...env,
+            PORT: String(port),
+            AGENTPASS_URL: identityUrl,
+            AGENTPASS_PARTNER_KEY: partnerKey.key,
+            PYTHONPATH: join(root, "packages/python/src"),
+            PYTHONDONTWRITEBYTECODE: "1",
+          },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let output = "";
+        child.stdout.on("data", (chunk) => {
+          output += chunk;
+        });
+        child.stderr.on("data", (chunk) => {
+          output += chunk;
+        });
+        try {
+          const me = await serving(`http://127.0.0.1:${port}/api/me`, child, () => output);
+          const token = await mintAsAda(userKey);
+          const bothWays: Record<string, string>[] = [
+            { authorization: `Bearer ${token}` },
+            { "x-session-token": token },
+          ];
+          for (const headers of bothWays) {
+            const served = await me(headers);
+            assert.equal(served.status, 200, `${JSON.stringify(headers)}\n${output}`);
+            assert.deepEqual(await served.json(), { email: "ada@example.com" });
+          }
+          const refusals: [Record<string, string>, number, string, RegExp][] = [
+            [{}, 401, "session_token_missing", /^Bearer(?!.*error=)/],
+            [
+              { "x-session-token": "aps_forged" },
+              401,
+              "session_token_invalid",
+              /error="invalid_token"/,
+            ],
+            [
+              { authorization: `Bearer ${token}`, "x-session-token": "aps_other" },
+              400,
+              "invalid_request",
+              /error="invalid_request"/,
+            ],
+          ];
+          for (const [headers, status, code, challenge] of refusals) {
+            const refused = await me(headers);
+            assert.equal(refused.status, status, code);
+            assert.equal(((await refused.json()) as { code: string }).code, code);
+            assert.match(refused.headers.get("www-authenticate") ?? "", challenge, code);
+          }
+          // The partner's own key revoked: its fault, not the agent's token: 503, never a 401.
+          admin("partner-keys", "revoke", partnerKey.id);
+          const unavailable = await me({ "x-session-token": await mintAsAda(userKey) });
+          assert.equal(unavailable.status, 503);
+          assert.equal(unavailable.headers.get("retry-after"), "5");
+          assert.equal(
+            ((await unavailable.json()) as { code: string }).code,
+            "identity_unavailable",
+          );
+        } finally {
+          await stop(child);
+        }
+      });
+    }
+
     it("cli-logout: revokes and forgets the key", async () => {
       const result = await bash(snippet("cli-logout"));
       assertSucceeded(result, "agentpass logout");
@@ -440,6 +582,34 @@ describe("the snippets of the README and docs/", () => {
     });
   });
 });
+
+/**
+ * Waits until a snippet's server at `url` answers (or fails if it exits first); then a GET of
+ * `url` with the given headers.
+ */
+async function serving(
+  url: string,
+  child: ChildProcess,
+  output: () => string,
+): Promise<(headers: Record<string, string>) => Promise<Response>> {
+  const get = (headers: Record<string, string>) => fetch(url, { headers });
+  // At most 600 tries 100 ms apart: a server that neither listens nor exits fails the test.
+  for (let tries = 0; tries < 600; tries++) {
+    if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}:\n${output()}`);
+    try {
+      await get({});
+      return get;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`never answered at ${url}:\n${output()}`);
+}
+
+/** Debian's interpreter, where python3-fastapi and python3-flask install; PYTHON names another. */
+function python(): string {
+  return process.env.PYTHON ?? (existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3");
+}
 
 /** An MCP initialize request to `url`. */
 function initialize(url: string, headers: Record<string, string>): Promise<Response> {

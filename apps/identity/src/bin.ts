@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
-import { isSchemaBehind } from "@agentpass/db";
+import { backupDatabase, isSchemaBehind } from "@agentpass/db";
 import { startServer } from "@agentpass/http";
+import { recordAdminAction, recordAdminKeyChange, runAuditCommand } from "./audit-command.ts";
 import { loadConfig, SecretSchema } from "./config.ts";
 import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
 import { issueKey, listKeys, revokeKey } from "./domain/credentials.ts";
@@ -9,13 +10,23 @@ import type { KeyKind } from "./domain/keys.ts";
 import { createPartner } from "./domain/partners.ts";
 import type { SealingKeyInfo } from "./domain/sealing-keys.ts";
 import { createLogger } from "./infra/logger.ts";
-import { type IdentityService, migrateIdentityDatabase, openIdentityService } from "./service.ts";
+import {
+  type PartnerResourcesAction,
+  runPartnerResourcesCommand,
+} from "./partner-resources-command.ts";
+import {
+  type IdentityService,
+  migrateIdentityDatabase,
+  openIdentityDatabase,
+  openIdentityService,
+} from "./service.ts";
 
 const USAGE = `agentpass-server — run and administer the AgentPass identity service
 
 Usage:
   agentpass-server serve
   agentpass-server migrate
+  agentpass-server backup <file>
   agentpass-server accounts create <email> [--json]
   agentpass-server user-keys create <email> [--name N] [--json]
   agentpass-server user-keys list <email> [--json]
@@ -24,19 +35,30 @@ Usage:
   agentpass-server partner-keys create <partnerId> [--name N] [--json]
   agentpass-server partner-keys list <partnerId> [--json]
   agentpass-server partner-keys revoke <id>
+  agentpass-server partner-resources add <partnerId> <url>
+  agentpass-server partner-resources list <partnerId> [--json]
+  agentpass-server partner-resources remove <partnerId> <url>
   agentpass-server sealing-keys list [--json]
   agentpass-server sealing-keys rotate [--json]
   agentpass-server sealing-keys rewrap < new-secret
+  agentpass-server audit [--account <email>] [--action A] [--since ISO] [--until ISO] [--limit N] [--json]
 
 serve applies missing migrations at start unless MIGRATE_ON_START=false; migrate applies them
 alone, as a deploy's step. The other commands never migrate: they refuse a database that lacks
-a migration of this release.
+a migration of this release. backup writes a consistent copy of a SQLite database to <file>
+while the service runs (PostgreSQL: pg_dump); a restore needs the same AGENTPASS_SECRET (or
+DATA_DIR/identity.secret), which the copy does not hold.
 A create prints the new secret (or id) alone on stdout; with --json, one JSON object.
 Sealing keys seal session tokens; they are kept in the database, wrapped under AGENTPASS_SECRET
 (or DATA_DIR/identity.secret). rotate adds a key that seals from then on (running instances take
 it up on their next request; tokens of the old key keep working until they expire). rewrap reads
 a new secret (at least 32 characters) from stdin and wraps every key under it.
+audit prints the security events kept (newest first, 100 unless --limit); the commands that
+change something record themselves there.
 Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, ...); see docs/operations.md.`;
+
+/** The commands whose second argument is a URL. */
+const TAKES_URL = new Set(["partner-resources add", "partner-resources remove"]);
 
 class UsageError extends Error {}
 class CommandError extends Error {}
@@ -48,6 +70,11 @@ const options = {
   website: { type: "string" },
   description: { type: "string" },
   listed: { type: "boolean" },
+  account: { type: "string" },
+  action: { type: "string" },
+  since: { type: "string" },
+  until: { type: "string" },
+  limit: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 } as const;
@@ -71,17 +98,21 @@ async function main(argv: string[]): Promise<void> {
   if (values.help || !group) return void console.log(USAGE);
   const verbs = usageOf(group);
   if (verbs.length === 0) throw new UsageError(`Unknown command: ${group}`);
-  if (group !== "serve" && group !== "migrate" && !action) {
+  if (!["serve", "migrate", "audit"].includes(group) && !action) {
     return void console.log(`agentpass-server ${group}: one of\n${verbs.join("\n")}`);
   }
-  if (extra.length > 0) throw new UsageError(`Unexpected argument: ${extra[0]}`);
+  // Only the commands of a partner's resource URL take a second argument: the URL.
+  const [url, ...unexpected] = TAKES_URL.has(`${group} ${action}`) ? extra : [undefined, ...extra];
+  if (unexpected.length > 0) throw new UsageError(`Unexpected argument: ${unexpected[0]}`);
   const loaded = loadConfig();
   if (!loaded.ok) throw new CommandError(loaded.error);
+  for (const warning of loaded.warnings) console.error(`agentpass-server: warning: ${warning}`);
   if (group === "serve") return serveForever(loaded.config);
   if (group === "migrate") {
     if (action) throw new UsageError(`Unexpected argument: ${action}`);
     return migrate(loaded.config);
   }
+  if (group === "backup") return backup(loaded.config, action as string);
 
   // Admin commands never migrate (a deploy's migrate step does), and log to stderr: stdout is
   // their answer.
@@ -90,7 +121,7 @@ async function main(argv: string[]): Promise<void> {
     { logger: createLogger(loaded.config.logLevel, "stderr") },
   );
   try {
-    await runAdminCommand(service, `${group} ${action ?? ""}`.trim(), argument, values);
+    await runAdminCommand(service, `${group} ${action ?? ""}`.trim(), argument, url, values);
   } finally {
     await service.close();
   }
@@ -100,6 +131,7 @@ async function runAdminCommand(
   { ctx }: IdentityService,
   command: string,
   argument: string | undefined,
+  url: string | undefined,
   values: Values,
 ): Promise<void> {
   const required = (what: string) => {
@@ -115,11 +147,13 @@ async function runAdminCommand(
   const createKey = async (kind: KeyKind, ownerId: string) => {
     const issued = await issueKey(ctx, kind, ownerId, values.name ?? "default");
     if (!issued.ok) throw new CommandError("Key name must be 1 to 100 characters");
+    await recordAdminKeyChange(ctx, kind, "create", issued.record.id);
     print(values, issued.key, { id: issued.record.id, key: issued.key, name: issued.record.name });
   };
   const revoke = async (kind: KeyKind) => {
     const result = await revokeKey(ctx, kind, required("key id"));
     if (!result.ok && result.code === "KEY_NOT_FOUND") throw new CommandError("No such key");
+    if (result.ok) await recordAdminKeyChange(ctx, kind, "revoke", required("key id"));
     console.log(result.ok ? "revoked" : "already revoked");
   };
 
@@ -130,7 +164,12 @@ async function runAdminCommand(
   switch (command) {
     case "accounts create": {
       const created = await createAccount(ctx, required("email"));
-      if (created.ok) return print(values, created.account.id, created.account);
+      if (created.ok) {
+        const { id } = created.account;
+        const subject = { kind: "account", id };
+        await recordAdminAction(ctx, { action: "account.create", accountId: id, subject });
+        return print(values, created.account.id, created.account);
+      }
       if (created.code === "INVALID_EMAIL") throw new CommandError(created.reason);
       throw new CommandError("An account with this email already exists");
     }
@@ -152,6 +191,13 @@ async function runAdminCommand(
         listed: values.listed,
       });
       if (!created.ok) throw new CommandError(created.reason);
+      const { id, ownerAccountId, name } = created.partner;
+      await recordAdminAction(ctx, {
+        action: "partner.create",
+        accountId: ownerAccountId,
+        subject: { kind: "partner", id },
+        detail: { name },
+      });
       return print(values, created.partner.id, created.partner);
     }
     case "partner-keys create": {
@@ -163,22 +209,56 @@ async function runAdminCommand(
       return printKeys(values, await listKeys(ctx, "partner", required("partner id")));
     case "partner-keys revoke":
       return revoke("partner");
+    case "partner-resources add":
+    case "partner-resources list":
+    case "partner-resources remove": {
+      const action = command.split(" ")[1] as PartnerResourcesAction;
+      const partnerId = required("partner id");
+      if (action !== "list" && !url) throw new UsageError("Missing resource URL");
+      const answer = await runPartnerResourcesCommand(ctx, action, partnerId, url, {
+        json: values.json ?? false,
+      });
+      if (!answer.ok) throw new CommandError(answer.error);
+      if (action !== "list") {
+        await recordAdminAction(ctx, {
+          action: `partner_resource.${action}`,
+          accountId: (await ctx.store.findPartner(partnerId))?.ownerAccountId ?? null,
+          subject: { kind: "partner", id: partnerId },
+          detail: { url: url ?? null },
+        });
+      }
+      if (answer.output) console.log(answer.output);
+      return;
+    }
     case "sealing-keys list":
       return printSealingKeys(values, ctx.sealingKeys.list());
     case "sealing-keys rotate": {
       refuseKeysFromEnv();
       const rotated = await ctx.sealingKeys.rotate();
       if (!rotated.ok) throw new CommandError(KEY_CHANGE_REFUSED[rotated.code]);
+      const subject = { kind: "sealing_key", id: rotated.id };
+      await recordAdminAction(ctx, { action: "sealing_key.rotate", accountId: null, subject });
       return print(values, rotated.id, { id: rotated.id });
     }
     case "sealing-keys rewrap": {
       refuseKeysFromEnv();
       const rewrapped = await ctx.sealingKeys.rewrap(await readNewSecret());
       if (!rewrapped.ok) throw new CommandError(KEY_CHANGE_REFUSED[rewrapped.code]);
+      await recordAdminAction(ctx, {
+        action: "sealing_key.rewrap",
+        accountId: null,
+        detail: { count: rewrapped.count },
+      });
       const where = rewrapped.secretFile
         ? `${rewrapped.secretFile} now holds the new secret; restart every instance that reads it.`
         : "Set AGENTPASS_SECRET to the new secret on every instance, and restart them.";
       return void console.log(`Rewrapped ${rewrapped.count} sealing keys. ${where}`);
+    }
+    case "audit": {
+      const answer = await runAuditCommand(ctx, values);
+      if (!answer.ok) throw new CommandError(answer.error);
+      if (answer.output) console.log(answer.output);
+      return;
     }
     default:
       throw new UsageError(`Unknown command: ${command}`);
@@ -274,6 +354,18 @@ async function migrate(config: Parameters<typeof migrateIdentityDatabase>[0]): P
   );
   if (unknown.length > 0) {
     console.log(`Applied by a newer release, left as they are: ${unknown.join(", ")}`);
+  }
+}
+
+/** `backup <file>`: a consistent copy of the running service's SQLite database. */
+async function backup(config: Parameters<typeof openIdentityDatabase>[0], file: string) {
+  const database = openIdentityDatabase(config);
+  try {
+    console.log((await backupDatabase(database, file)).file);
+  } catch (error) {
+    throw new CommandError(`Cannot back up: ${(error as Error).message}`);
+  } finally {
+    await database.close();
   }
 }
 

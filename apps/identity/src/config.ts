@@ -1,6 +1,22 @@
+import { fileURLToPath } from "node:url";
 import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
-import { LOOPBACK_HOSTS, parseTrustProxy, type TrustProxy } from "@agentpass/http";
+import {
+  ensureDataDir,
+  isLocalDevelopment,
+  LOOPBACK_HOSTS,
+  parseTrustProxy,
+  readEnvironment,
+  type TrustProxy,
+  urlSetting,
+} from "@agentpass/http";
 import { z } from "zod";
+
+/**
+ * `data/` at the repository's root, where `npm start` keeps both services' SQLite files: the
+ * admin command lines find the same database from any working folder, never a new empty one
+ * in the folder they were started from. A DATA_DIR that is set is taken as given.
+ */
+export const DEFAULT_DATA_DIR = fileURLToPath(new URL("../../../data", import.meta.url));
 
 const port = z.coerce.number().int().min(0).max(65535);
 const perMinute = z.coerce.number().int().min(1).max(1_000_000_000);
@@ -30,26 +46,31 @@ const ConfigSchema = z.object({
     .optional(),
   /** Open connections past which new ones are dropped; unset: no cap. */
   MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).optional(),
-  DATA_DIR: z.string().min(1).default("./data"),
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL (leave it unset for SQLite)")
-    .optional(),
+  /** `/metrics` answers `Authorization: Bearer <this>` from anywhere; unset: loopback clients only. */
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  DATA_DIR: z.string().min(1).default(DEFAULT_DATA_DIR),
+  DATABASE_URL: urlSetting(
+    ["postgres", "postgresql"],
+    "must be a postgres:// URL (leave it unset for SQLite)",
+  ).optional(),
   ...databaseSettings,
-  SESSION_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
-  PUBLIC_URL: z.url().optional(),
+  /** At most the spec's 5 minutes; shorter only for tests of expiry. */
+  SESSION_TOKEN_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(300, "must be at most 300 (a session token lives 5 minutes)")
+    .default(300),
+  /** Days audit events are kept (`agentpass-server audit`, the account's security page). */
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(400),
+  /** Where clients reach the service; an https one is production. */
+  PUBLIC_URL: urlSetting(["http", "https"], "must be an http:// or https:// URL").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** smtp(s)://user:pass@host:port for sign-in mail; unset: mail is written to the log. */
-  SMTP_URL: z
-    .string()
-    .regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL")
-    .optional(),
+  SMTP_URL: urlSetting(["smtp", "smtps"], "must be an smtp:// or smtps:// URL").optional(),
   MAIL_FROM: z.string().min(3).default("AgentPass <no-reply@agentpass.local>"),
   /** redis:// URL: rate-limit counters go there instead of the database. */
-  REDIS_URL: z
-    .string()
-    .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
-    .optional(),
+  REDIS_URL: urlSetting(["redis", "rediss"], "must be a redis:// or rediss:// URL").optional(),
   /** Session tokens one user key may mint per minute. */
   MINTS_PER_MINUTE: perMinute.default(60),
   /** Failed verifications (bad session tokens) one partner key may ask per minute. */
@@ -114,9 +135,13 @@ export interface Config extends DatabaseSettings {
   host: string | readonly string[] | undefined;
   trustProxy: TrustProxy;
   maxConnections: number | undefined;
+  /** METRICS_TOKEN; unset: `/metrics` answers loopback clients only. */
+  metricsToken: string | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
   sessionTokenTtlSeconds: number;
+  /** AUDIT_RETENTION_DAYS: audit events older than this are purged. */
+  auditRetentionDays: number;
   publicUrl: string;
   logLevel: z.infer<typeof ConfigSchema>["LOG_LEVEL"];
   /** From TOKEN_KEYS, the first one sealing; unset: the keys are kept in the database. */
@@ -142,35 +167,64 @@ export interface RateLimitSettings {
   clientDocumentFetchesAtOnce: number;
 }
 
-export type ConfigResult = { ok: true; config: Config } | { ok: false; error: string };
+/** The settings that may be given as `<NAME>_FILE`: secrets, and URLs that may carry a password. */
+const SECRET_VARIABLES = [
+  "AGENTPASS_SECRET",
+  "TOKEN_KEYS",
+  "DATABASE_URL",
+  "REDIS_URL",
+  "SMTP_URL",
+  "METRICS_TOKEN",
+];
 
-/** Reads the configuration from `env`; a bad value is reported with the variable's name. */
+export type ConfigResult =
+  | {
+      ok: true;
+      config: Config;
+      /** For the operator, at start: unknown variables that look like a misspelt setting. */
+      warnings: string[];
+    }
+  | { ok: false; error: string };
+
+/**
+ * Reads the configuration from `env`, and makes DATA_DIR when the service will keep files there.
+ * A bad value, an unusable DATA_DIR, or (in production: an https PUBLIC_URL) an unknown variable
+ * that looks like a misspelt setting stops the start with a message naming the variable.
+ */
 export function loadConfig(env: Record<string, string | undefined> = process.env): ConfigResult {
-  // Empty variables count as unset, as in most shells' `VAR= command`.
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
-  const parsed = ConfigSchema.safeParse(present);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const name = String(issue?.path[0] ?? "configuration");
-    return { ok: false, error: `Invalid ${name}: ${issue?.message ?? "invalid value"}` };
+  const read = readEnvironment(ConfigSchema, env, SECRET_VARIABLES);
+  if (!read.ok) return read;
+  const { values, warnings } = read;
+  const publicUrl = (values.PUBLIC_URL ?? `http://localhost:${values.PORT}`).replace(/\/$/, "");
+  if (!values.SMTP_URL && !isLocalDevelopment(publicUrl)) {
+    // Without SMTP, sign-in codes and links go to the log: fine on a laptop, never where others
+    // reach the service and someone else reads its log.
+    return {
+      ok: false,
+      error:
+        "Invalid SMTP_URL: required unless PUBLIC_URL is http on a loopback host (development)",
+    };
   }
-  const values = parsed.data;
-  if (values.PUBLIC_URL?.startsWith("https://") && !values.SMTP_URL) {
-    // Without SMTP, sign-in codes go to the log: fine on a laptop, never on a public server.
-    return { ok: false, error: "Invalid SMTP_URL: required when PUBLIC_URL is https" };
+  // DATA_DIR holds the SQLite file, and DATA_DIR/identity.secret unless a setting replaces it.
+  if (!values.DATABASE_URL || !(values.AGENTPASS_SECRET || values.TOKEN_KEYS)) {
+    const dataDir = ensureDataDir(values.DATA_DIR);
+    if (!dataDir.ok) return dataDir;
   }
   return {
     ok: true,
+    warnings,
     config: {
       port: values.PORT,
       host: values.HOST ?? (values.PUBLIC_URL ? undefined : LOOPBACK_HOSTS),
       trustProxy: values.TRUST_PROXY ?? "none",
       maxConnections: values.MAX_CONNECTIONS,
+      metricsToken: values.METRICS_TOKEN,
       dataDir: values.DATA_DIR,
       databaseUrl: values.DATABASE_URL,
       ...toDatabaseSettings(values),
       sessionTokenTtlSeconds: values.SESSION_TOKEN_TTL_SECONDS,
-      publicUrl: (values.PUBLIC_URL ?? `http://localhost:${values.PORT}`).replace(/\/$/, ""),
+      auditRetentionDays: values.AUDIT_RETENTION_DAYS,
+      publicUrl,
       logLevel: values.LOG_LEVEL,
       tokenKeys: values.TOKEN_KEYS,
       secret: values.AGENTPASS_SECRET,

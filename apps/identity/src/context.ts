@@ -1,4 +1,5 @@
 import type { KeyObject } from "node:crypto";
+import type { AuditTrail } from "./domain/audit.ts";
 import type { Clock } from "./domain/clock.ts";
 import type { KeyUsageRecorder } from "./domain/key-usage.ts";
 import type { SealingKeyRing } from "./domain/sealing-keys.ts";
@@ -18,6 +19,8 @@ export interface IdentityContext {
   web: WebStore;
   usageStore: UsageStore;
   usage: UsageRecorder;
+  /** The audit log of security events: a stored row and a JSON log line each. */
+  audit: AuditTrail;
   sessionTokenTtlMs: number;
   /**
    * Keys derived from the service's secret (`deriveServiceKey`), never in the database:

@@ -3,9 +3,12 @@ import {
   type OpenedDatabase,
   openDatabase,
   prepareSchema,
+  readPoolStats,
 } from "@agentpass/db";
 import {
+  addDatabaseMetrics,
   createLoopbackClient,
+  createServiceMetrics,
   type Endpoint,
   type Listener,
   type LoopbackRequest,
@@ -13,6 +16,7 @@ import {
 import type { Logger } from "pino";
 import type { Config } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
+import { createAuditTrail } from "./domain/audit.ts";
 import { type Clock, systemClock } from "./domain/clock.ts";
 import { createKeyUsageRecorder } from "./domain/key-usage.ts";
 import { loadSealingKeys, serviceSecret } from "./domain/sealing-keys.ts";
@@ -28,9 +32,10 @@ import {
   createRedisRateLimitStore,
   type RateLimitStore,
 } from "./infra/rate-limit.ts";
+import { createAuditStore } from "./store/audit-store.ts";
 import { identityMigrations } from "./store/migrations.ts";
 import { createOAuthStore } from "./store/oauth-store.ts";
-import { schedulePurges } from "./store/purge.ts";
+import { expiringTables, schedulePurges } from "./store/purge.ts";
 import type { IdentityDatabase } from "./store/schema.ts";
 import { createStore } from "./store/store.ts";
 import { createUsageStore } from "./store/usage-store.ts";
@@ -56,7 +61,7 @@ export interface IdentityService {
 }
 
 /** The identity database of `config`, not yet migrated. */
-function openIdentityDatabase(config: Config) {
+export function openIdentityDatabase(config: Config) {
   return openDatabase<IdentityDatabase>({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -113,6 +118,7 @@ export async function openIdentityService(
       web: createWebStore(database),
       usageStore,
       usage,
+      audit: createAuditTrail(createAuditStore(database), logger, clock),
       sealingKeys: await loadSealingKeys(store, config, clock, logger),
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
       keys: serviceKeys(serviceSecret(config)),
@@ -121,9 +127,17 @@ export async function openIdentityService(
     const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
       logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
     );
-    const purges = schedulePurges(database, clock, (error) =>
-      logger.warn({ err: error }, "could not purge expired rows"),
+    const purges = schedulePurges(
+      database,
+      clock,
+      (error) => logger.warn({ err: error }, "could not purge expired rows"),
+      expiringTables(config.auditRetentionDays),
     );
+    const metrics = createServiceMetrics({ token: config.metricsToken });
+    addDatabaseMetrics(metrics, {
+      pool: () => readPoolStats(database),
+      cacheLookups: () => ctx.store.keyCacheLookups,
+    });
     const { listener, endpoints } = createApp({
       ctx,
       logger,
@@ -133,6 +147,7 @@ export async function openIdentityService(
       rateLimitSettings: config.rateLimits,
       trustProxy: config.trustProxy,
       flashKey: deriveFlashKey(serviceSecret(config)),
+      metrics,
     });
     const loopback = createLoopbackClient(listener);
     return {

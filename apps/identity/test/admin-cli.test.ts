@@ -1,8 +1,14 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import { testEngines } from "@agentpass/db/testing";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
-import { runAdminCli } from "./support/run-cli.ts";
+import { type CliResult, runAdminCli } from "./support/run-cli.ts";
 
 const body = (sessionToken: string) => JSON.stringify({ sessionToken });
 
@@ -151,3 +157,140 @@ describe("agentpass-server configuration", () => {
     }
   });
 });
+
+describe("agentpass-server start checks", () => {
+  const folder = mkdtempSync(join(tmpdir(), "agentpass-start-"));
+  after(() => rmSync(folder, { recursive: true, force: true }));
+  const dataDir = (name: string) => join(folder, name);
+
+  it("names a misspelt variable on stderr and runs, in development", async () => {
+    const result = await runBounded(["migrate"], {
+      DATA_DIR: dataDir("misspelt"),
+      DATABSE_URL: "postgres://db.example/agentpass",
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(
+      result.stderr,
+      "agentpass-server: warning: DATABSE_URL: did you mean DATABASE_URL?\n",
+    );
+    assert.match(result.stdout, /^Applied 0001_core/);
+  });
+
+  it("stops serve in production (an https PUBLIC_URL) for a misspelt variable", async () => {
+    const result = await runBounded(["serve"], {
+      PORT: "0",
+      DATA_DIR: dataDir("production"),
+      PUBLIC_URL: "https://agentpass.example",
+      SMTP_URL: "smtp://127.0.0.1:9",
+      DATABSE_URL: "postgres://db.example/agentpass",
+    });
+    assert.deepEqual(result, {
+      code: 1,
+      stdout: "",
+      stderr:
+        "agentpass-server: DATABSE_URL: did you mean DATABASE_URL? (PUBLIC_URL is https: this stops the start)\n",
+    });
+  });
+
+  it("exits 1 with `DATA_DIR <path>: <reason>` for a DATA_DIR it cannot make, never spinning", async () => {
+    const dangling = dataDir("dangling");
+    symlinkSync(dataDir("gone"), dangling);
+    const cases: [string, string][] = [
+      [join(dangling, "data"), `cannot create ${dangling}: file already exists (EEXIST)`],
+    ];
+    // Where Node's recursive mkdir spun: ENOENT in a directory that exists.
+    if (existsSync("/proc/self")) {
+      cases.push(["/proc/nope", "cannot create /proc/nope: no such file or directory (ENOENT)"]);
+    }
+    for (const [path, reason] of cases) {
+      const result = await runBounded(["serve"], { PORT: "0", DATA_DIR: path });
+      assert.deepEqual(result, {
+        code: 1,
+        stdout: "",
+        stderr: `agentpass-server: DATA_DIR ${path}: ${reason}\n`,
+      });
+    }
+  });
+
+  it("names SMTP_URL when it is malformed, without showing it", async () => {
+    const result = await runBounded(["serve"], {
+      PORT: "0",
+      DATA_DIR: dataDir("smtp"),
+      SMTP_URL: "smtp://mailer:hunter2@mail:port",
+    });
+    assert.deepEqual(result, {
+      code: 1,
+      stdout: "",
+      stderr: "agentpass-server: Invalid SMTP_URL: must be an smtp:// or smtps:// URL\n",
+    });
+  });
+
+  it("wraps the sealing keys under AGENTPASS_SECRET_FILE's secret, making no identity.secret", async () => {
+    const secret = randomBytes(32).toString("base64url");
+    const secretFile = join(folder, "agentpass-secret");
+    writeFileSync(secretFile, `${secret}\n`, { mode: 0o600 });
+    const env = { DATA_DIR: dataDir("secret-file") };
+    assert.equal((await runBounded(["migrate"], env)).code, 0);
+    const fromFile = await runBounded(["sealing-keys", "list"], {
+      ...env,
+      AGENTPASS_SECRET_FILE: secretFile,
+    });
+    assert.equal(fromFile.code, 0, fromFile.stderr);
+    assert.equal(existsSync(join(env.DATA_DIR, "identity.secret")), false);
+    const sameSecret = await runBounded(["sealing-keys", "list"], {
+      ...env,
+      AGENTPASS_SECRET: secret,
+    });
+    assert.equal(sameSecret.code, 0, sameSecret.stderr);
+    assert.equal(sameSecret.stdout, fromFile.stdout);
+  });
+
+  it("names AGENTPASS_SECRET_FILE and its path when it cannot be read, never the contents", async () => {
+    const unreadable = await runBounded(["serve"], {
+      PORT: "0",
+      DATA_DIR: dataDir("unreadable"),
+      AGENTPASS_SECRET_FILE: folder,
+    });
+    assert.deepEqual(unreadable, {
+      code: 1,
+      stdout: "",
+      stderr: `agentpass-server: Invalid AGENTPASS_SECRET_FILE: cannot read ${folder}: illegal operation on a directory (EISDIR)\n`,
+    });
+    const short = join(folder, "short-secret");
+    writeFileSync(short, "hunter2\n");
+    const invalid = await runBounded(["serve"], {
+      PORT: "0",
+      DATA_DIR: dataDir("short"),
+      AGENTPASS_SECRET_FILE: short,
+    });
+    assert.equal(invalid.code, 1);
+    assert.equal(
+      invalid.stderr,
+      "agentpass-server: Invalid AGENTPASS_SECRET (read from AGENTPASS_SECRET_FILE): must be at least 32 characters\n",
+    );
+  });
+});
+
+const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
+
+/**
+ * `runAdminCli`, with the process killed if it has not ended after a minute: a start that does
+ * not stop (a server that came up, a loop) fails the test instead of outliving it.
+ */
+function runBounded(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      {
+        env: { PATH: process.env.PATH, LOG_LEVEL: "silent", ...env },
+        timeout: 60_000,
+        killSignal: "SIGKILL",
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}

@@ -330,6 +330,14 @@ for (const engine of testEngines()) {
         assert.equal((await identity.mint(key)).status, 403);
       });
 
+      it("tells a person how to get the CLI, on the landing page and on the keys page", async () => {
+        const install = "npm install -g @agentpass/cli";
+        assert.ok((await browser().text("/")).includes(install), "the landing page");
+        const client = browser();
+        await signIn(client);
+        assert.ok((await client.text("/keys")).includes(install), "the keys page");
+      });
+
       it("refuses an empty or over-long name with 400", async () => {
         const client = browser();
         await signIn(client);
@@ -380,6 +388,24 @@ for (const engine of testEngines()) {
     });
 
     describe("partners", () => {
+      it("shows a partner how to use its key, with this service's URL, once it has a live one", async () => {
+        const owner = browser();
+        await signIn(owner);
+        const publicUrl = /agentpass login --url ([^<\s]+)<\/code>/.exec(
+          await owner.text("/keys"),
+        )?.[1];
+        assert.ok(publicUrl);
+        const created = await owner.post("/partners", { name: "Maps API" });
+        const path = created.headers.get("location") ?? "";
+        const snippet = `AGENTPASS_URL=${publicUrl}`;
+        assert.ok(!(await owner.text(path)).includes(snippet), "no key yet: nothing to use");
+        await owner.submit(`${path}/keys`, { name: "production" });
+        const page = await owner.text(path);
+        assert.ok(page.includes(snippet), "the service's own URL");
+        assert.ok(page.includes("npm install @agentpass/verify"), "the library's install line");
+        assert.ok(page.includes("from agentpass import verify"), "and Python's");
+      });
+
       it("counts verifications in the partner's usage and the person's activity, and a revoked partner key gets 403", async () => {
         const owner = browser();
         await signIn(owner);

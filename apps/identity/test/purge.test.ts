@@ -99,6 +99,7 @@ for (const engine of testEngines()) {
           rate_limits: 1,
           key_changes: 0,
           oauth_clients: 0,
+          audit_events: 0,
         });
         const left = async (table: string, column: string) =>
           (
@@ -152,7 +153,13 @@ for (const engine of testEngines()) {
           assert.match(plan, byExpiry, `${table}: ${plan}`);
         }
         const deleted = await purgeExpired({ write: (work) => work(db), engine }, identity.now());
-        assert.equal(deleted.rate_limits, 300000);
+        assert.ok((deleted.rate_limits ?? 0) > 0);
+        // The service's own purge, 5 s after it starts, may have taken some of them first on a
+        // busy machine: what counts is that none is left.
+        const left = await sql<{
+          n: number | string;
+        }>`SELECT count(*) AS n FROM rate_limits`.execute(db);
+        assert.equal(Number(left.rows[0]?.n), 0);
       } finally {
         await identity.close();
       }

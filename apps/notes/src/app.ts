@@ -2,9 +2,11 @@ import { isDatabaseUnavailable } from "@agentpass/db";
 import {
   apiDocsEndpoints,
   createApiListener,
+  createServiceMetrics,
   defineEndpoint,
   type Endpoint,
   type Listener,
+  type ServiceMetrics,
   type TrustProxy,
 } from "@agentpass/http";
 import { sql } from "kysely";
@@ -14,6 +16,7 @@ import type { NotesContext } from "./context.ts";
 import { MAX_BODY_BYTES } from "./limits.ts";
 import { MCP_UNSERVED, mcpEndpoint } from "./mcp/endpoint.ts";
 import { boundTokenUser, verifiedUser } from "./routes/authenticate.ts";
+import { createAuthenticationCounts } from "./routes/authentication-metrics.ts";
 import { noteEndpoints } from "./routes/notes.ts";
 import {
   protectedResourceEndpoints,
@@ -29,7 +32,7 @@ export const AUTHENTICATION = {
   header: "x-session-token",
   example: 'curl -H "x-session-token: $(agentpass token)" <base_url>/api/notes',
   description:
-    "Every notes and tags call carries a 5-minute AgentPass session token minted by `agentpass token`, in `x-session-token` or as `Authorization: Bearer` (RFC 6750); `/mcp` takes only a token minted for the notes API (`agentpass token --audience <notes partner id>`). A 401 means mint a fresh one (`agentpass token --fresh`) and retry. Every refusal is `{ error, code }`: `error` for people, `code` for programs.",
+    "Every notes and tags call carries a 5-minute AgentPass session token minted by `agentpass token`, in `x-session-token` or as `Authorization: Bearer` (RFC 6750); `/mcp` takes only a token minted for the notes API (`agentpass token --resource <its /mcp URL>`, or `--audience <notes partner id>`). A 401 means mint a fresh one (`agentpass token --fresh`) and retry. Every refusal is `{ error, code }`: `error` for people, `code` for programs.",
 };
 
 /** How the index tells each endpoint's credential, by its security scheme. */
@@ -43,14 +46,23 @@ const AUTH_BY_SCHEME: Record<string, string> = {
  * The notes API: every endpoint defined once (schemas, refusals, handler), served by the one
  * API router and described by the generated OpenAPI document and the index at `GET /api`.
  * `agentpassUrl` is named as the authorization server of its protected resources (RFC 9728).
+ * Every answer is counted in `metrics` (unset: series of its own), served at `/metrics`.
  */
 export function createNotesApi(
   ctx: NotesContext,
-  options: { logger: Logger; publicUrl: string; agentpassUrl: string; trustProxy?: TrustProxy },
+  options: {
+    logger: Logger;
+    publicUrl: string;
+    agentpassUrl: string;
+    trustProxy?: TrustProxy;
+    metrics?: ServiceMetrics;
+  },
 ): { listener: Listener; endpoints: Endpoint[] } {
   const { publicUrl } = options;
-  const verified = verifiedUser(ctx, resourceMetadataUrl(publicUrl, RESOURCE_PATHS.api));
-  const bound = boundTokenUser(ctx, resourceMetadataUrl(publicUrl, RESOURCE_PATHS.mcp));
+  const metrics = options.metrics ?? createServiceMetrics();
+  const counts = createAuthenticationCounts(metrics.registry);
+  const verified = verifiedUser(ctx, resourceMetadataUrl(publicUrl, RESOURCE_PATHS.api), counts);
+  const bound = boundTokenUser(ctx, resourceMetadataUrl(publicUrl, RESOURCE_PATHS.mcp), counts);
   const api: Endpoint[] = [
     indexEndpoint(() => api),
     ...noteEndpoints(ctx, verified),
@@ -84,7 +96,7 @@ export function createNotesApi(
           },
           boundToken: {
             type: "oauth2",
-            description: `An OAuth access token from AgentPass, bound to this resource (RFC 8707), sent as \`Authorization: Bearer\`: each resource's protected resource metadata (RFC 9728, \`${RESOURCE_METADATA_PATH}\` and \`${RESOURCE_METADATA_PATH}${RESOURCE_PATHS.mcp}\`) names AgentPass as its authorization server. \`agentpass token --audience <notes partner id>\` mints one too.`,
+            description: `An OAuth access token from AgentPass, bound to this resource (RFC 8707), sent as \`Authorization: Bearer\`: each resource's protected resource metadata (RFC 9728, \`${RESOURCE_METADATA_PATH}\` and \`${RESOURCE_METADATA_PATH}${RESOURCE_PATHS.mcp}\`) names AgentPass as its authorization server. \`agentpass token --resource <its URL>\` (or \`--audience <notes partner id>\`) mints one too.`,
             flows: {
               authorizationCode: {
                 authorizationUrl: `${options.agentpassUrl}/oauth/authorize`,
@@ -104,6 +116,7 @@ export function createNotesApi(
     trustProxy: options.trustProxy ?? "none",
     isUnavailable: isDatabaseUnavailable,
     mapError: answerOfRefusal,
+    metrics,
   });
   return { listener, endpoints };
 }

@@ -1,24 +1,27 @@
 #!/usr/bin/env node
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
-import { isSchemaBehind } from "@agentpass/db";
+import { backupDatabase, isSchemaBehind } from "@agentpass/db";
 import { startServer } from "@agentpass/http";
 import { canonicalizeEmail } from "@agentpass/verify";
 import pino from "pino";
 import { loadNotesConfig, type NotesConfig } from "./config.ts";
-import { migrateNotesDatabase, openNotesService } from "./service.ts";
+import { migrateNotesDatabase, openNotesDatabase, openNotesService } from "./service.ts";
 
 const USAGE = `agentpass-notes — the AgentPass reference notes API
 
 Usage:
   agentpass-notes serve
   agentpass-notes migrate
+  agentpass-notes backup <file>
   agentpass-notes users add <email>
   agentpass-notes users list [--json]
   agentpass-notes users remove <email> [--yes]
 
 serve applies missing migrations at start unless MIGRATE_ON_START=false; migrate applies them
 alone, as a deploy's step. users never migrates: it refuses a database that lacks a migration.
+backup writes a consistent copy of a SQLite database to <file> while the service runs
+(PostgreSQL: pg_dump).
 Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, AGENTPASS_URL,
 AGENTPASS_PARTNER_KEY, ...); see docs/operations.md.`;
 
@@ -57,10 +60,16 @@ async function main(argv: string[]): Promise<void> {
   if (extra.length > 0) throw new UsageError(`Unexpected argument: ${extra[0]}`);
   const loaded = loadNotesConfig();
   if (!loaded.ok) throw new CommandError(loaded.error);
+  for (const warning of loaded.warnings) console.error(`agentpass-notes: warning: ${warning}`);
   if (group === "serve") return serve(loaded.config);
   if (group === "migrate") {
     if (action) throw new UsageError(`Unexpected argument: ${action}`);
     return migrate(loaded.config);
+  }
+  if (group === "backup") {
+    if (!action) throw new UsageError("Missing file: agentpass-notes backup <file>");
+    if (argument) throw new UsageError(`Unexpected argument: ${argument}`);
+    return backup(loaded.config, action);
   }
   if (group !== "users") throw new UsageError(`Unknown command: ${group}`);
 
@@ -99,6 +108,18 @@ async function main(argv: string[]): Promise<void> {
     console.log(`removed ${email.email}`);
   } finally {
     await service.close();
+  }
+}
+
+/** `backup <file>`: a consistent copy of the running service's SQLite database. */
+async function backup(config: NotesConfig, file: string): Promise<void> {
+  const database = openNotesDatabase(config, { readerThreads: 0 });
+  try {
+    console.log((await backupDatabase(database, file)).file);
+  } catch (error) {
+    throw new CommandError(`Cannot back up: ${(error as Error).message}`);
+  } finally {
+    await database.close();
   }
 }
 

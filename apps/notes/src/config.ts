@@ -1,21 +1,31 @@
 import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
 import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
-import { LOOPBACK_HOSTS } from "@agentpass/http";
+import { ensureDataDir, LOOPBACK_HOSTS, readEnvironment, urlSetting } from "@agentpass/http";
 import { z } from "zod";
 import { DEFAULT_NOTES_LIMITS, type NotesLimits } from "./store/limits.ts";
+
+/**
+ * `data/` at the repository's root, where `npm start` keeps both services' SQLite files: the
+ * admin command lines find the same database from any working folder, never a new empty one
+ * in the folder they were started from. A DATA_DIR that is set is taken as given.
+ */
+export const DEFAULT_DATA_DIR = fileURLToPath(new URL("../../../data", import.meta.url));
 
 /** Every setting of the notes API; nothing else reads the environment. */
 const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4001),
   /** Interface to listen on; unset: every interface, or the loopback ones without PUBLIC_URL. */
   HOST: z.string().min(1).optional(),
-  DATA_DIR: z.string().min(1).default("./data"),
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL (leave it unset for SQLite)")
-    .optional(),
+  DATA_DIR: z.string().min(1).default(DEFAULT_DATA_DIR),
+  DATABASE_URL: urlSetting(
+    ["postgres", "postgresql"],
+    "must be a postgres:// URL (leave it unset for SQLite)",
+  ).optional(),
   ...databaseSettings,
-  AGENTPASS_URL: z.url().default("http://localhost:4000"),
+  AGENTPASS_URL: urlSetting(["http", "https"], "must be an http:// or https:// URL").default(
+    "http://localhost:4000",
+  ),
   AGENTPASS_PARTNER_KEY: z.string().min(1).optional(),
   /** How long a verification may take before the call is answered 503. */
   AGENTPASS_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(2000),
@@ -58,8 +68,11 @@ const ConfigSchema = z.object({
     .min(1)
     .max(Number.MAX_SAFE_INTEGER)
     .default(DEFAULT_NOTES_LIMITS.maxTextBytesPerUser),
-  PUBLIC_URL: z.url().optional(),
+  /** Where clients reach the API; an https one is production. */
+  PUBLIC_URL: urlSetting(["http", "https"], "must be an http:// or https:// URL").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** `/metrics` answers `Authorization: Bearer <this>` from anywhere; unset: loopback clients only. */
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
 });
 
 export interface NotesConfig extends DatabaseSettings {
@@ -75,24 +88,40 @@ export interface NotesConfig extends DatabaseSettings {
   limits: NotesLimits;
   publicUrl: string;
   logLevel: z.infer<typeof ConfigSchema>["LOG_LEVEL"];
+  /** METRICS_TOKEN; unset: `/metrics` answers loopback clients only. */
+  metricsToken: string | undefined;
 }
 
-export type NotesConfigResult = { ok: true; config: NotesConfig } | { ok: false; error: string };
+/** The settings that may be given as `<NAME>_FILE`: secrets, and a URL that may carry a password. */
+const SECRET_VARIABLES = ["AGENTPASS_PARTNER_KEY", "DATABASE_URL", "METRICS_TOKEN"];
 
-/** Reads the configuration from `env`; a bad value is reported with the variable's name. */
+export type NotesConfigResult =
+  | {
+      ok: true;
+      config: NotesConfig;
+      /** For the operator, at start: unknown variables that look like a misspelt setting. */
+      warnings: string[];
+    }
+  | { ok: false; error: string };
+
+/**
+ * Reads the configuration from `env`, and makes DATA_DIR when the SQLite file is kept there. A
+ * bad value, an unusable DATA_DIR, or (in production: an https PUBLIC_URL) an unknown variable
+ * that looks like a misspelt setting stops the start with a message naming the variable.
+ */
 export function loadNotesConfig(
   env: Record<string, string | undefined> = process.env,
 ): NotesConfigResult {
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
-  const parsed = ConfigSchema.safeParse(present);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const name = String(issue?.path[0] ?? "configuration");
-    return { ok: false, error: `Invalid ${name}: ${issue?.message ?? "invalid value"}` };
+  const read = readEnvironment(ConfigSchema, env, SECRET_VARIABLES);
+  if (!read.ok) return read;
+  const { values: v, warnings } = read;
+  if (!v.DATABASE_URL) {
+    const dataDir = ensureDataDir(v.DATA_DIR);
+    if (!dataDir.ok) return dataDir;
   }
-  const v = parsed.data;
   return {
     ok: true,
+    warnings,
     config: {
       port: v.PORT,
       host: v.HOST ?? (v.PUBLIC_URL ? undefined : LOOPBACK_HOSTS),
@@ -110,6 +139,7 @@ export function loadNotesConfig(
       },
       publicUrl: (v.PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/+$/, ""),
       logLevel: v.LOG_LEVEL,
+      metricsToken: v.METRICS_TOKEN,
     },
   };
 }

@@ -1,12 +1,14 @@
-import { type MigrationReport, openDatabase, prepareSchema } from "@agentpass/db";
+import { type MigrationReport, openDatabase, prepareSchema, readPoolStats } from "@agentpass/db";
 import {
+  addDatabaseMetrics,
   createLogDestination,
   createLoopbackClient,
+  createServiceMetrics,
   type Endpoint,
   type Listener,
   type LoopbackRequest,
 } from "@agentpass/http";
-import { createVerifier, MAX_CACHE_TTL_MS, NETWORK_ERROR, type Verifier } from "@agentpass/verify";
+import { createVerifier, MAX_CACHE_TTL_MS, type Verifier } from "@agentpass/verify";
 import { LRUCache } from "lru-cache";
 import pino, { type Logger } from "pino";
 import { createNotesApi } from "./app.ts";
@@ -25,9 +27,17 @@ export const VERIFY_CACHE_MS = MAX_CACHE_TTL_MS;
 /** The SQLite page cache of the notes database (ignored on PostgreSQL). */
 export const NOTES_CACHE_MB = 64;
 
-/** Without a partner key nobody can be verified: every authenticated call answers 503. */
+/**
+ * Without a partner key nobody can be verified: every authenticated call answers 503, logged and
+ * counted as our partner key refused (`partner_key_missing`), not as AgentPass out of reach.
+ */
 const WITHOUT_PARTNER_KEY: Verifier = {
-  verify: async () => ({ ok: false, error: NETWORK_ERROR, status: 0, code: "network_error" }),
+  verify: async () => ({
+    ok: false,
+    error: "Missing partner key",
+    status: 0,
+    code: "partner_key_missing",
+  }),
 };
 
 export interface NotesService {
@@ -43,7 +53,7 @@ export interface NotesService {
 }
 
 /** The notes database of `config`, not yet migrated. */
-function openNotesDatabase(
+export function openNotesDatabase(
   config: NotesConfig,
   options: { readerThreads: number; checkpointThread?: boolean },
 ) {
@@ -119,10 +129,16 @@ export async function openNotesService(
             })
           : WITHOUT_PARTNER_KEY),
     };
+    const metrics = createServiceMetrics({ token: config.metricsToken });
+    addDatabaseMetrics(metrics, {
+      pool: () => readPoolStats(database),
+      cacheLookups: () => ctx.store.userCacheLookups,
+    });
     const { listener, endpoints } = createNotesApi(ctx, {
       logger,
       publicUrl: config.publicUrl,
       agentpassUrl: config.agentpassUrl,
+      metrics,
     });
     const loopback = createLoopbackClient(listener);
     return {

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { openDatabase } from "@agentpass/db";
@@ -148,6 +151,82 @@ function runCli(database: TestDatabase, args: string[]) {
       (error, stdout, stderr) =>
         resolve({
           code: error ? (typeof error.code === "number" ? error.code : 1) : 0,
+          stdout,
+          stderr,
+        }),
+    );
+  });
+}
+
+describe("agentpass-notes start checks", () => {
+  const folder = mkdtempSync(join(tmpdir(), "agentpass-notes-start-"));
+  after(() => rmSync(folder, { recursive: true, force: true }));
+
+  it("names a misspelt variable on stderr and runs, in development", async () => {
+    const result = await runBounded(["migrate"], {
+      DATA_DIR: join(folder, "misspelt"),
+      AGENTPASS_PARTNR_KEY: "apk_x",
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(
+      result.stderr,
+      "agentpass-notes: warning: AGENTPASS_PARTNR_KEY: did you mean AGENTPASS_PARTNER_KEY?\n",
+    );
+  });
+
+  it("stops serve in production (an https PUBLIC_URL) for a misspelt variable", async () => {
+    const result = await runBounded(["serve"], {
+      PORT: "0",
+      DATA_DIR: join(folder, "production"),
+      PUBLIC_URL: "https://notes.example",
+      AGENTPASS_PARTNR_KEY: "apk_x",
+    });
+    assert.deepEqual(result, {
+      code: 1,
+      stdout: "",
+      stderr:
+        "agentpass-notes: AGENTPASS_PARTNR_KEY: did you mean AGENTPASS_PARTNER_KEY? (PUBLIC_URL is https: this stops the start)\n",
+    });
+  });
+
+  it("exits 1 with `DATA_DIR <path>: <reason>` for a DATA_DIR it cannot make, never spinning", async () => {
+    const dangling = join(folder, "dangling");
+    symlinkSync(join(folder, "gone"), dangling);
+    const cases: [string, string][] = [
+      [join(dangling, "data"), `cannot create ${dangling}: file already exists (EEXIST)`],
+    ];
+    // Where Node's recursive mkdir spun: ENOENT in a directory that exists.
+    if (existsSync("/proc/self")) {
+      cases.push(["/proc/nope", "cannot create /proc/nope: no such file or directory (ENOENT)"]);
+    }
+    for (const [path, reason] of cases) {
+      const result = await runBounded(["serve"], { PORT: "0", DATA_DIR: path });
+      assert.deepEqual(result, {
+        code: 1,
+        stdout: "",
+        stderr: `agentpass-notes: DATA_DIR ${path}: ${reason}\n`,
+      });
+    }
+  });
+});
+
+/**
+ * The notes admin CLI in another process, killed if it has not ended after a minute: a start
+ * that does not stop (a server that came up, a loop) fails the test instead of outliving it.
+ */
+function runBounded(args: string[], env: Record<string, string>) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      {
+        env: { PATH: process.env.PATH, LOG_LEVEL: "silent", ...env },
+        timeout: 60_000,
+        killSignal: "SIGKILL",
+      },
+      (error, stdout, stderr) =>
+        resolve({
+          code: error ? (typeof error.code === "number" ? error.code : -1) : 0,
           stdout,
           stderr,
         }),

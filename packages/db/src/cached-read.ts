@@ -28,6 +28,12 @@ export interface CacheEntries<Row> {
   deleteWhere(stale: (row: Row | undefined) => boolean): void;
 }
 
+/** How the reads of a `createReadCaches` went since it was made: served from a cache, or read. */
+export interface CacheLookups {
+  readonly hits: number;
+  readonly misses: number;
+}
+
 /**
  * Wraps single-row reads in caches that drop what the database changed.
  *
@@ -56,6 +62,8 @@ export function createReadCaches(
   onChange?: (changes: true | readonly Change[]) => Promise<void>,
 ) {
   const caches: { clear(): void; evict(change: Change): void }[] = [];
+  // Plain numbers a metrics scrape reads: a cached read costs an increment, nothing more.
+  const lookups = { hits: 0, misses: 0 };
   let owed: true | readonly Change[] | undefined;
   const awaitCheck = shareChecks(async () => {
     const found = await hasChanged();
@@ -75,6 +83,9 @@ export function createReadCaches(
   return {
     /** Call once per request, and await it, before its cached reads. */
     beginRequest: awaitCheck,
+
+    /** The reads of every cache made here, hits and misses, counted since it was made. */
+    lookups: lookups as CacheLookups,
 
     /**
      * `read` behind a cache. `evict` says which entries a listed change makes stale; without
@@ -113,7 +124,11 @@ export function createReadCaches(
       });
       return async (key: string): Promise<Row | undefined> => {
         const hit = entries.get(key);
-        if (hit) return hit.row;
+        if (hit) {
+          lookups.hits++;
+          return hit.row;
+        }
+        lookups.misses++;
         const fill = { stale: false };
         const fills = reading.get(key) ?? new Set();
         reading.set(key, fills.add(fill));

@@ -1,6 +1,8 @@
+export { backupDatabase } from "./backup.ts";
 export { createBudgetedReader, isReadTimeout } from "./budgeted-read.ts";
 export {
   type CacheEntries,
+  type CacheLookups,
   type Change,
   type ChangeCheck,
   createReadCaches,
@@ -22,6 +24,7 @@ export {
   type Write,
   type WriteTransaction,
 } from "./open-database.ts";
+export { type PoolStats, readPoolStats } from "./pool-stats.ts";
 export { isSchemaBehind, type PrepareSchemaOptions, prepareSchema } from "./prepare-schema.ts";
 export {
   createPreparedQuery,

@@ -1,13 +1,16 @@
 import type { IncomingMessage } from "node:http";
 import { clientAddressOf, type TrustProxy } from "./client-address.ts";
+import type { TraceContext } from "./correlation.ts";
 import type { EndpointRequest } from "./endpoint.ts";
 import { type JsonBody, readIncomingJson, readIncomingText } from "./read-body.ts";
 
-/** What a request needs of the service to read itself. */
+/** What a request needs of the service to read itself, and what the router named it. */
 export interface RequestLimits {
   trustProxy: TrustProxy;
   /** Bodies over this are refused with 413 before they are read. */
   maxBodyBytes: number;
+  requestId: string;
+  trace: TraceContext | undefined;
 }
 
 /** A request as the router hands it to an endpoint or a page. */
@@ -16,6 +19,8 @@ export class ApiRequest implements EndpointRequest {
   readonly incoming: IncomingMessage;
   readonly path: string;
   readonly params: Readonly<Record<string, string>>;
+  readonly requestId: string;
+  readonly trace: TraceContext | undefined;
   private readonly url: string;
   private readonly queryStart: number;
   private readonly limits: RequestLimits;
@@ -36,6 +41,8 @@ export class ApiRequest implements EndpointRequest {
     this.queryStart = queryStart;
     this.params = params;
     this.limits = limits;
+    this.requestId = limits.requestId;
+    this.trace = limits.trace;
   }
 
   get search(): string {

@@ -1,10 +1,11 @@
-import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { ApiRequest, headerOf } from "./api-request.ts";
 import type { TrustProxy } from "./client-address.ts";
+import { requestIdOf, type TraceContext, traceContextOf } from "./correlation.ts";
 import { type Answer, type Endpoint, isPage, type Page, type RefusedRequest } from "./endpoint.ts";
 import { answerError, COMMON_ERRORS, HttpError, type PlainAnswer } from "./http-error.ts";
+import { METRICS_PATH, mayReadMetrics, outcomeCode, type ServiceMetrics } from "./metrics.ts";
 
 /** A request listener, as `node:http` calls it. */
 export type Listener = (request: IncomingMessage, response: ServerResponse) => void;
@@ -24,6 +25,11 @@ export interface ApiOptions {
    * answers a browser there with an HTML page.)
    */
   renderPageError?: (answer: PlainAnswer, request: RefusedRequest) => Answer;
+  /**
+   * The service's metrics: every answer is counted and timed, and `/metrics` answers them to
+   * whoever `mayReadMetrics` lets in (anyone else: 404, as for a path nothing serves).
+   */
+  metrics?: ServiceMetrics;
 }
 
 /** The routes of one path template, by method. */
@@ -84,6 +90,9 @@ export function createApiListener(
         }
       }
     }
+    if (!route && path === METRICS_PATH && options.metrics) {
+      return serveMetrics(options.metrics, exchange(incoming, response, path, METRICS_PATH));
+    }
     if (!route) {
       const current = exchange(incoming, response, path);
       current.renderError = pageErrorRenderer(current);
@@ -107,6 +116,7 @@ export function createApiListener(
     } else {
       current.cors = definition.public === true;
       current.renderError = definition.renderError;
+      current.outcome = definition.outcome;
       maxBodyBytes = definition.maxBodyBytes ?? maxBodyBytes;
     }
     let params: Record<string, string> = {};
@@ -123,6 +133,8 @@ export function createApiListener(
     const request = new ApiRequest(incoming, path, url, queryStart, params, {
       trustProxy: options.trustProxy,
       maxBodyBytes,
+      requestId: current.requestId,
+      trace: current.trace,
     });
     let answered: ReturnType<Endpoint["handle"]>;
     try {
@@ -153,11 +165,48 @@ export function createApiListener(
       path,
       route,
       started: performance.now(),
+      /** The client's `X-Request-Id` if valid, else a new one: on the answer and its log line. */
+      requestId: requestIdOf(incoming),
+      trace: traceContextOf(incoming),
       cors: false,
       renderError: undefined as ((answer: PlainAnswer) => Answer) | undefined,
+      /** The endpoint's `outcome`: its answers are counted by code under it. */
+      outcome: undefined as string | undefined,
     };
   }
   type Exchange = ReturnType<typeof exchange>;
+
+  /**
+   * `/metrics`: the registry in Prometheus's text format, to a reader `mayReadMetrics` lets in;
+   * to anyone else the 404 of a path nothing serves, whatever the method.
+   */
+  function serveMetrics(metrics: ServiceMetrics, current: Exchange): void {
+    const { incoming } = current;
+    if (!mayReadMetrics(incoming, options.trustProxy, metrics.token)) {
+      current.renderError = pageErrorRenderer(current);
+      respondError(new HttpError(COMMON_ERRORS.not_found), current);
+    } else if (incoming.method !== "GET" && incoming.method !== "HEAD") {
+      const allow = { Allow: "GET, HEAD" };
+      respondError(new HttpError(COMMON_ERRORS.method_not_allowed, { headers: allow }), current);
+    } else {
+      answerMetrics(metrics, current);
+    }
+  }
+
+  function answerMetrics(metrics: ServiceMetrics, current: Exchange): void {
+    metrics.registry.metrics().then(
+      (data) =>
+        settle(
+          {
+            status: 200,
+            content: { type: metrics.registry.contentType, data },
+            headers: { "Cache-Control": "no-store" },
+          },
+          current,
+        ),
+      (error: unknown) => safely(current, () => respondError(error, current)),
+    );
+  }
 
   /** The service's renderer of page errors, for this request; none: JSON. */
   function pageErrorRenderer(current: Exchange): Exchange["renderError"] {
@@ -187,22 +236,26 @@ export function createApiListener(
   }
 
   function respondError(error: unknown, current: Exchange): void {
-    const requestId = randomUUID();
     const answer = answerError(
       options.mapError ? options.mapError(error) : error,
       options.logger,
-      { method: current.incoming.method ?? "GET", path: current.route, requestId },
+      {
+        method: current.incoming.method ?? "GET",
+        path: current.route,
+        requestId: current.requestId,
+      },
       options.isUnavailable,
     );
-    respond(current, current.renderError ? current.renderError(answer) : answer, requestId);
+    if (answer.status === 503) options.metrics?.countUnavailable(String(answer.body.code));
+    respond(current, current.renderError ? current.renderError(answer) : answer);
   }
 
   /**
    * Writes an answer: the body (as JSON unless it is `content`), `Content-Type`, `X-Content-Type-Options: nosniff`, the
    * request id, CORS for public endpoints, then one access-log line.
    */
-  function respond(current: Exchange, answer: Answer, requestId = randomUUID()): void {
-    const { incoming, response } = current;
+  function respond(current: Exchange, answer: Answer): void {
+    const { incoming, response, requestId } = current;
     const data = answer.body === undefined ? answer.content?.data : JSON.stringify(answer.body);
     const headers: Record<string, string | string[] | number> = {
       "x-content-type-options": "nosniff",
@@ -225,13 +278,23 @@ export function createApiListener(
     }
     response.writeHead(answer.status, headers);
     response.end(incoming.method === "HEAD" ? undefined : data);
+    const method = incoming.method ?? "GET";
+    const ms = performance.now() - current.started;
     logRequest(options.logger, {
       requestId,
-      method: incoming.method ?? "GET",
+      method,
       route: current.route,
       status: answer.status,
-      started: current.started,
+      ms,
+      trace: current.trace,
     });
+    const { metrics } = options;
+    if (metrics) {
+      metrics.observeRequest(method, current.route, answer.status, ms / 1000);
+      if (current.outcome) {
+        metrics.countOutcome(current.outcome, outcomeCode(answer.status, answer.body));
+      }
+    }
   }
 }
 
@@ -241,18 +304,26 @@ const UNKNOWN_ROUTE = "(unknown)";
 /**
  * The access-log line of one answered request, at `info`: method, route (the path template, such
  * as `/api/notes/{id}`: never the path's own values or the query, which may carry a secret),
- * status, duration and request id.
+ * status, duration, request id and, for a request with a valid `traceparent`, its trace id.
  */
 function logRequest(
   logger: Logger,
-  request: { requestId: string; method: string; route: string; status: number; started: number },
+  request: {
+    requestId: string;
+    method: string;
+    route: string;
+    status: number;
+    ms: number;
+    trace: TraceContext | undefined;
+  },
 ): void {
   const line = {
     requestId: request.requestId,
     method: request.method,
     route: request.route,
     status: request.status,
-    ms: Math.round((performance.now() - request.started) * 10) / 10,
+    ms: Math.round(request.ms * 10) / 10,
+    ...(request.trace && { traceId: request.trace.traceId }),
   };
   logger.info(line, "request");
 }

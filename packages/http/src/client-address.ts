@@ -67,6 +67,33 @@ export function clientAddressOf(trust: TrustProxy, incoming: IncomingMessage | u
   });
 }
 
+/**
+ * Whether a request comes from this machine: its socket's peer is a loopback address and, when it
+ * carries `X-Forwarded-For` or `Forwarded`, the peer is a trusted proxy whose headers name a
+ * loopback client too. A request forwarded by a proxy this service does not trust (one on this
+ * machine, with `TRUST_PROXY` unset) is not: the proxy may have taken it from anywhere.
+ */
+export function isLoopbackRequest(trust: TrustProxy, incoming: IncomingMessage): boolean {
+  const socket = normalize(incoming.socket.remoteAddress ?? "");
+  if (!isLoopbackAddress(socket)) return false;
+  const xForwardedFor = String(incoming.headers["x-forwarded-for"] ?? "");
+  const rfc7239 = String(incoming.headers.forwarded ?? "");
+  if (xForwardedFor === "" && rfc7239 === "") return true;
+  if (trust === "none" || !isTrusted(trust, socket, 0)) return false;
+  const named = [];
+  if (xForwardedFor !== "") named.push(xffChain(xForwardedFor));
+  if (rfc7239 !== "") named.push(forwardedChain(rfc7239));
+  // A header that names nobody readable, or two that disagree, vouch for no one.
+  if (named.some((chain) => chain.length === 0)) return false;
+  const clients = new Set(named.map((chain) => walk(trust, socket, chain)));
+  return clients.size === 1 && isLoopbackAddress([...clients][0] as string);
+}
+
+/** 127.0.0.0/8 or ::1 (IPv4-mapped addresses already normalized to IPv4). */
+function isLoopbackAddress(address: string): boolean {
+  return address === "::1" || /^127\.\d+\.\d+\.\d+$/.test(address);
+}
+
 function isTrusted(trust: Exclude<TrustProxy, "none">, address: string, hop: number): boolean {
   if ("hops" in trust) return hop < trust.hops;
   const family = isIP(address);

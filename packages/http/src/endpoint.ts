@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { ZodOpenApiOperationObject } from "zod-openapi";
+import type { TraceContext } from "./correlation.ts";
 import type { ErrorDef, HttpError, PlainAnswer } from "./http-error.ts";
 import type { JsonBody } from "./read-body.ts";
 
@@ -24,6 +25,14 @@ export interface EndpointRequest {
   readText(): Promise<string | undefined>;
   /** The client's address, through the proxies the service trusts. */
   clientIp(): string;
+  /**
+   * The id the request is answered (`X-Request-Id`) and logged under: the client's own
+   * `X-Request-Id` when it is 1–128 of `[A-Za-z0-9._:-]`, else a new UUID. A call made on the
+   * request's behalf passes it on, so one id follows the request through every service's log.
+   */
+  readonly requestId: string;
+  /** The trace of a valid W3C `traceparent` header; its trace id is on the access-log line. */
+  readonly trace: TraceContext | undefined;
   readonly incoming: IncomingMessage;
 }
 
@@ -70,6 +79,12 @@ export interface Endpoint {
   undocumented?: boolean;
   /** A body limit below the service's. */
   maxBodyBytes?: number;
+  /**
+   * Counts every answer of the endpoint by its code under this operation name
+   * (`agentpass_outcomes_total{operation, code}`, `ok` for a success): the hot paths, verify and
+   * mint, whose refusals an operator watches.
+   */
+  outcome?: string;
   /**
    * The endpoint's own wire format for what the router answers when the handler did not (a body
    * too large, a fault, a database out of reach): the router's `{ error, code }` answer in,

@@ -3,9 +3,16 @@ export { type ApiOptions, createApiListener, type Listener } from "./api-router.
 export {
   clientAddress,
   clientAddressOf,
+  isLoopbackRequest,
   parseTrustProxy,
   type TrustProxy,
 } from "./client-address.ts";
+export {
+  childTraceparent,
+  requestIdOf,
+  type TraceContext,
+  traceContextOf,
+} from "./correlation.ts";
 export {
   type Answer,
   defineEndpoint,
@@ -16,6 +23,7 @@ export {
   type Page,
   type RefusedRequest,
 } from "./endpoint.ts";
+export { ensureDataDir, isLocalDevelopment, readEnvironment, urlSetting } from "./env-check.ts";
 export {
   answerError,
   type BearerCredential,
@@ -30,6 +38,14 @@ export {
 export { isoTime } from "./iso-time.ts";
 export { createLogDestination, type LogDestination } from "./log-destination.ts";
 export { createLoopbackClient, type LoopbackRequest } from "./loopback.ts";
+export {
+  addDatabaseMetrics,
+  createServiceMetrics,
+  type DatabaseSources,
+  METRICS_PATH,
+  mayReadMetrics,
+  type ServiceMetrics,
+} from "./metrics.ts";
 export { buildOpenApiDocument, type DocumentedRoute, RATE_LIMIT_HEADERS } from "./openapi.ts";
 export { type JsonBody, readIncomingJson, readIncomingText } from "./read-body.ts";
 export {

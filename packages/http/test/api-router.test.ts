@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
-import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
-import pino from "pino";
 import {
   COMMON_ERRORS,
   createApiListener,
@@ -12,21 +10,13 @@ import {
   type RunningServer,
   startServer,
 } from "../src/index.ts";
+import { captureLog } from "./support/captured-log.ts";
 
 const ERRORS = defineErrors({ thing_not_found: { status: 404, message: "Thing not found" } });
 
 /** A service of four endpoints, logging into `lines`. */
 function testService() {
-  const lines: Record<string, unknown>[] = [];
-  const logger = pino(
-    { level: "info" },
-    new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(JSON.parse(String(chunk)));
-        done();
-      },
-    }),
-  );
+  const { logger, lines } = captureLog();
   const operation = { responses: {} };
   const listener = createApiListener(
     [

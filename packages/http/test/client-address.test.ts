@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
+import type { IncomingMessage } from "node:http";
 import { describe, it } from "node:test";
-import { clientAddress, parseTrustProxy, type TrustProxy } from "../src/client-address.ts";
+import {
+  clientAddress,
+  isLoopbackRequest,
+  parseTrustProxy,
+  type TrustProxy,
+} from "../src/client-address.ts";
 
 function trust(value: string): TrustProxy {
   const parsed = parseTrustProxy(value);
@@ -69,5 +75,53 @@ describe("client addresses behind proxies", () => {
     for (const value of ["10.0.0.0/33", "proxy.example", "1.2.3.4/x", "::1/129"]) {
       assert.ok("error" in (parseTrustProxy(value) as object), value);
     }
+  });
+});
+
+describe("requests from this machine", () => {
+  const from = (peer: string, headers: Record<string, string> = {}) =>
+    ({ socket: { remoteAddress: peer }, headers }) as unknown as IncomingMessage;
+
+  it("are those whose peer is a loopback address and that no proxy forwarded", () => {
+    for (const peer of ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"]) {
+      assert.equal(isLoopbackRequest("none", from(peer)), true, peer);
+    }
+    for (const peer of ["10.0.0.1", "::ffff:10.0.0.1", "fe80::1", ""]) {
+      assert.equal(isLoopbackRequest("none", from(peer)), false, peer);
+    }
+    const forwarded = from("127.0.0.1", { "x-forwarded-for": "127.0.0.1" });
+    assert.equal(isLoopbackRequest("none", forwarded), false, "an untrusted proxy's request");
+  });
+
+  it("through trusted proxies, are those whose client they name is a loopback address", () => {
+    const one = trust("1");
+    assert.equal(isLoopbackRequest(one, from("127.0.0.1", { "x-forwarded-for": "::1" })), true);
+    assert.equal(
+      isLoopbackRequest(one, from("127.0.0.1", { "x-forwarded-for": "127.0.0.1, 203.0.113.7" })),
+      false,
+      "the entry the proxy appended names the client",
+    );
+    assert.equal(
+      isLoopbackRequest(one, from("10.0.0.1", { "x-forwarded-for": "127.0.0.1" })),
+      false,
+      "a proxy on another machine",
+    );
+    assert.equal(
+      isLoopbackRequest(
+        one,
+        from("127.0.0.1", { "x-forwarded-for": "127.0.0.1", forwarded: "for=203.0.113.7" }),
+      ),
+      false,
+      "two headers that disagree vouch for no one",
+    );
+    assert.equal(
+      isLoopbackRequest(one, from("127.0.0.1", { "x-forwarded-for": "unknown" })),
+      false,
+    );
+    assert.equal(
+      isLoopbackRequest(trust("10.0.0.0/8"), from("127.0.0.1", { "x-forwarded-for": "::1" })),
+      false,
+      "a peer outside the trusted ranges vouches for no one",
+    );
   });
 });

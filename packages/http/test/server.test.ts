@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
-import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
-import pino from "pino";
 import {
   createApiListener,
   defineEndpoint,
@@ -10,19 +8,11 @@ import {
   SOCKET_LIMITS,
   startServer,
 } from "../src/index.ts";
+import { captureLog } from "./support/captured-log.ts";
 
 /** A service that echoes a JSON body, its log lines kept for the test to read. */
 function echoService() {
-  const lines: Record<string, unknown>[] = [];
-  const logger = pino(
-    { level: "info" },
-    new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(JSON.parse(String(chunk)));
-        done();
-      },
-    }),
-  );
+  const { logger, lines } = captureLog();
   const echo = defineEndpoint({
     method: "POST",
     path: "/echo",

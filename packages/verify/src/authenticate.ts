@@ -1,4 +1,5 @@
 import type { Verifier } from "./create-verifier.ts";
+import type { CallContext } from "./post-to-agentpass.ts";
 
 /** The outcome of authenticating one request, with the answer to give when it fails. */
 export type AuthResult =
@@ -84,7 +85,8 @@ export type HeaderReader = (name: string) => string | null | undefined;
  * `invalid_request`); no token → 401 `Missing session token`; a token AgentPass rejects → 401
  * `Invalid or expired session token`; AgentPass unreachable, failing, or refusing your own
  * partner key → 503 `Identity service unavailable` — never a 401 (the agent must not re-mint
- * for your outage) and never a pass.
+ * for your outage) and never a pass. `context` is passed to `verifier.verify`: your request's id
+ * and trace, for AgentPass's log.
  *
  * @example
  * const auth = await authenticate(verifier, request);
@@ -93,27 +95,35 @@ export type HeaderReader = (name: string) => string | null | undefined;
 export function authenticate(
   verifier: Verifier,
   input: Request | string | null | undefined,
+  context?: CallContext,
 ): Promise<AuthResult> {
-  if (typeof input === "string" || input == null) return authenticateToken(verifier, input);
-  return authenticateHeaders(verifier, (name) => input.headers.get(name));
+  if (typeof input === "string" || input == null) {
+    return authenticateToken(verifier, input, context);
+  }
+  return authenticateHeaders(verifier, (name) => input.headers.get(name), context);
 }
 
 /** `authenticate` for a framework's request, read through `header`. */
-export function authenticateHeaders(verifier: Verifier, header: HeaderReader): Promise<AuthResult> {
+export function authenticateHeaders(
+  verifier: Verifier,
+  header: HeaderReader,
+  context?: CallContext,
+): Promise<AuthResult> {
   const token = header(SESSION_TOKEN_HEADER) || undefined;
   const bearer = bearerToken(header("authorization"));
   if (bearer !== undefined && token !== undefined && bearer !== token) {
     return Promise.resolve(CONFLICT);
   }
-  return authenticateToken(verifier, bearer ?? token);
+  return authenticateToken(verifier, bearer ?? token, context);
 }
 
 async function authenticateToken(
   verifier: Verifier,
   token: string | null | undefined,
+  context: CallContext | undefined,
 ): Promise<AuthResult> {
   if (!token) return MISSING;
-  const result = await verifier.verify(token);
+  const result = await verifier.verify(token, context);
   if (result.ok) return { ok: true, email: result.email };
   const tokenRejected =
     result.code === "session_token_invalid" || result.code === "session_token_field_invalid";

@@ -2,6 +2,7 @@ import { callIntrospect, type IntrospectResult, TOKEN_INACTIVE } from "./call-in
 import { callVerify } from "./call-verify.ts";
 import { readEnvironment } from "./environment.ts";
 import { MISSING_TOKEN } from "./introspect.ts";
+import type { CallContext } from "./post-to-agentpass.ts";
 import { DEFAULT_TIMEOUT_MS, LOCAL_CODES, type VerifyResult } from "./result.ts";
 import { checkArguments, serviceBase } from "./verify.ts";
 
@@ -45,14 +46,18 @@ export interface VerifierFault {
 }
 
 export interface Verifier {
-  /** Same contract as {@link verify}: never throws. */
-  verify(sessionToken: unknown): Promise<VerifyResult>;
+  /**
+   * Same contract as {@link verify}: never throws. `context` names the request it is made for
+   * (sent as `X-Request-Id` and `traceparent`); a success served from the cache sends nothing,
+   * and calls for one token that share a request carry the first one's.
+   */
+  verify(sessionToken: unknown, context?: CallContext): Promise<VerifyResult>;
   /**
    * Same contract as {@link introspect}, with this verifier's key, URL, time limit and `onError`;
    * never cached, so a revocation holds on the next call. Optional so that verifiers written by
    * hand (test doubles) need not offer it; `createVerifier`'s always does.
    */
-  introspect?(token: unknown): Promise<IntrospectResult>;
+  introspect?(token: unknown, context?: CallContext): Promise<IntrospectResult>;
 }
 
 const MAX_CACHED = 10_000;
@@ -120,7 +125,7 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
   }
 
   /** AgentPass's answer for `token` (`callVerify` never throws). */
-  const ask = async (token: string): Promise<VerifyResult> => {
+  const ask = async (token: string, context?: CallContext): Promise<VerifyResult> => {
     let failure: string | undefined;
     const result = await callVerify({
       endpoint,
@@ -128,6 +133,7 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
       sessionToken: token,
       timeoutMs,
       fetch: fetchImpl,
+      context,
       onFailure: (reason) => {
         failure = reason;
       },
@@ -146,18 +152,18 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
   };
 
   return {
-    async verify(sessionToken) {
+    async verify(sessionToken, context) {
       const invalid = checkArguments(partnerKey, sessionToken, endpoint);
       if (invalid) return invalid;
       const token = sessionToken as string;
-      if (cacheTtlMs === 0) return ask(token);
+      if (cacheTtlMs === 0) return ask(token, context);
       const key = await digest(token);
       const hit = cache.get(key);
       if (hit && hit.until > now()) return hit.result;
       if (hit) cache.delete(key);
       let answer = asking.get(key);
       if (!answer) {
-        answer = ask(token)
+        answer = ask(token, context)
           .then((result) => {
             keep(key, result);
             return result;
@@ -167,7 +173,7 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
       }
       return answer;
     },
-    async introspect(token) {
+    async introspect(token, context) {
       if (typeof token !== "string" || token === "") return MISSING_TOKEN;
       let failure: string | undefined;
       const result = await callIntrospect({
@@ -176,6 +182,7 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
         token,
         timeoutMs,
         fetch: fetchImpl,
+        context,
         onFailure: (reason) => {
           failure = reason;
         },

@@ -15,5 +15,6 @@ export {
   type VerifierOptions,
 } from "./create-verifier.ts";
 export { type IntrospectOptions, introspect } from "./introspect.ts";
+export type { CallContext } from "./post-to-agentpass.ts";
 export { LOCAL_CODES, NETWORK_ERROR, type VerifyResult } from "./result.ts";
 export { verify } from "./verify.ts";

@@ -5,6 +5,21 @@ export interface ServiceAnswer {
   body: Record<string, unknown> | null;
 }
 
+/**
+ * What a call made on behalf of one of your requests may carry, so that one id follows the
+ * request through your logs and AgentPass's: your request's id, sent as `X-Request-Id` (AgentPass
+ * logs its answer under it), and its W3C trace context, sent as `traceparent`. A value of another
+ * form (a request id outside 1–128 of `[A-Za-z0-9._:-]`, a malformed `traceparent`) is not sent.
+ *
+ * @example
+ * await verifier.verify(token, { requestId: req.headers["x-request-id"] });
+ */
+export interface CallContext {
+  requestId?: string | undefined;
+  /** `00-<trace id>-<span id of this call>-<flags>`. */
+  traceparent?: string | undefined;
+}
+
 export interface ServiceCall {
   endpoint: string;
   partnerKey: string;
@@ -12,7 +27,11 @@ export interface ServiceCall {
   fetch: typeof fetch;
   /** Hears why no answer came back (`ECONNREFUSED`, `timed out after 5000 ms`, …), for logs. */
   onFailure?: (reason: string) => void;
+  context?: CallContext | undefined;
 }
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /**
  * One POST to AgentPass with the partner key as Bearer, answered within `timeoutMs`. Never
@@ -24,13 +43,19 @@ export async function postToAgentPass(
   content: { type: string; data: string },
 ): Promise<ServiceAnswer | null> {
   try {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${call.partnerKey}`,
+      "content-type": content.type,
+      accept: "application/json",
+    };
+    const { requestId, traceparent } = call.context ?? {};
+    if (requestId !== undefined && REQUEST_ID.test(requestId)) headers["x-request-id"] = requestId;
+    if (traceparent !== undefined && TRACEPARENT.test(traceparent)) {
+      headers.traceparent = traceparent;
+    }
     const response = await call.fetch(call.endpoint, {
       method: "POST",
-      headers: {
-        authorization: `Bearer ${call.partnerKey}`,
-        "content-type": content.type,
-        accept: "application/json",
-      },
+      headers,
       body: content.data,
       signal: AbortSignal.timeout(call.timeoutMs),
       redirect: "error",

@@ -100,9 +100,14 @@ export async function pendingSignInAddress(
   return pending?.email ?? null;
 }
 
+/**
+ * A wrong code names the address it was for (the audit log records the failure on its account)
+ * and whether it was the last try the code had (`lockedOut`).
+ */
 export type RedeemResult =
   | { ok: true; account: Account }
-  | { ok: false; code: "INVALID_CODE" | "NO_CODE" };
+  | { ok: false; code: "INVALID_CODE"; email: string; lockedOut: boolean }
+  | { ok: false; code: "NO_CODE" };
 
 /**
  * Redeems the code typed in the browser that asked for it: at most 5 tries in all, single use.
@@ -119,8 +124,9 @@ export async function redeemSignInCode(
   if (!pending || !judged) return { ok: false, code: "NO_CODE" };
   if (!sameHash(judged.code_hash, keyedHash(ctx.keys.shortCodes, input.code.trim()))) {
     // The last wrong try ends the code, so the browser's next try is told to ask for a new one.
-    if (judged.attempts >= MAX_CODE_ATTEMPTS) await ctx.web.useSignInCode(pending.id, now);
-    return { ok: false, code: "INVALID_CODE" };
+    const lockedOut = judged.attempts >= MAX_CODE_ATTEMPTS;
+    if (lockedOut) await ctx.web.useSignInCode(pending.id, now);
+    return { ok: false, code: "INVALID_CODE", email: judged.email, lockedOut };
   }
   return finish(ctx, pending.id, judged.email, judged.browser_hash);
 }

@@ -3,12 +3,16 @@ import { isDatabaseUnavailable } from "@agentpass/db";
 import {
   apiDocsEndpoints,
   createApiListener,
+  createServiceMetrics,
   type Endpoint,
+  isLocalDevelopment,
   type Listener,
   type Page,
+  type ServiceMetrics,
   type TrustProxy,
 } from "@agentpass/http";
 import type { Logger } from "pino";
+import { Counter } from "prom-client";
 import type { RateLimitSettings } from "../config.ts";
 import type { IdentityContext } from "../context.ts";
 import { MAX_BODY_BYTES, rateLimits } from "../domain/limits.ts";
@@ -33,6 +37,7 @@ import { AUTHORIZE_PAGE, consentPages } from "./pages/consent.ts";
 import { deviceRoutes } from "./pages/device.ts";
 import { directoryRoutes } from "./pages/directory.ts";
 import { partnerPages } from "./pages/partners.ts";
+import { securityLogPages } from "./pages/security-log.ts";
 import { signInPages } from "./pages/sign-in.ts";
 import { assetRoutes } from "./web/assets.ts";
 import { renderPageError } from "./web/error-page.ts";
@@ -51,6 +56,11 @@ export interface AppOptions {
   fetchTimeoutMs?: number;
   /** Seals the pages' flash cookies; the same on every instance (`deriveFlashKey`). */
   flashKey: KeyObject;
+  /**
+   * The instance's metrics: the router counts every answer, the limiters their refusals. Unset:
+   * series of its own that no `/metrics` answers (an app a test builds beside the service's).
+   */
+  metrics?: ServiceMetrics;
 }
 
 /**
@@ -61,12 +71,29 @@ export interface AppOptions {
 export function createApp(options: AppOptions): { listener: Listener; endpoints: Endpoint[] } {
   const { ctx, logger, publicUrl, mailer } = options;
   const limits = rateLimits(options.rateLimitSettings);
-  const limiter = (name: keyof typeof limits) =>
-    createRateLimiter(options.rateLimitStore, { name, ...limits[name], clock: ctx.clock });
+  const metrics = options.metrics ?? createServiceMetrics();
+  const refusals = new Counter({
+    name: "agentpass_rate_limit_refusals_total",
+    help: "Requests refused 429 (or their flow's own refusal) past a rate limit, by limiter",
+    labelNames: ["limiter"],
+    registers: [metrics.registry],
+  });
+  const limiter = (name: keyof typeof limits) => {
+    const refused = refusals.labels(name);
+    return createRateLimiter(options.rateLimitStore, {
+      name,
+      ...limits[name],
+      clock: ctx.clock,
+      onRefused: () => refused.inc(),
+    });
+  };
   const badKeysPerIp = limiter("badKeysPerIp");
   const fetchPolicy: FetchPolicy = {
     ...PUBLIC_FETCH_LIMITS,
     timeoutMs: options.fetchTimeoutMs ?? PUBLIC_FETCH_LIMITS.timeoutMs,
+    // A service reachable only from its own machine may fetch http:// and private addresses (a
+    // partner's website served on a laptop); any other fetches https from public addresses only,
+    // so a server others reach never becomes a way into the network it runs in.
     allowPrivateNetwork: isLocalDevelopment(publicUrl),
   };
   const fetchDocument = (url: URL) => fetchPublicDocument(url, fetchPolicy);
@@ -127,7 +154,8 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     }),
     ...accountPages(ctx, guard, publicUrl),
     ...connectedAppRoutes(ctx, guard),
-    ...partnerPages(ctx, guard, fetchDocument),
+    ...securityLogPages(ctx, guard),
+    ...partnerPages(ctx, guard, fetchDocument, publicUrl),
     ...consentPages(ctx, guard, oauth),
     ...assetRoutes(),
   ];
@@ -137,6 +165,7 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     trustProxy: options.trustProxy,
     isUnavailable: isDatabaseUnavailable,
     renderPageError,
+    metrics,
   });
   return { listener, endpoints };
 }
@@ -163,21 +192,4 @@ function apiDescription(publicUrl: string) {
       },
     },
   };
-}
-
-/**
- * Development: a service whose public URL is plain http on a loopback host can only be reached
- * from its own machine, so it may fetch http:// and private addresses (a partner's website
- * served on a laptop). Any other public URL, https or not, fetches https from public addresses
- * only: a server reachable by others never becomes a way into the network it runs in.
- */
-function isLocalDevelopment(publicUrl: string): boolean {
-  const url = URL.parse(publicUrl);
-  if (url?.protocol !== "http:") return false;
-  return (
-    url.hostname === "localhost" ||
-    url.hostname.endsWith(".localhost") ||
-    url.hostname === "[::1]" ||
-    /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
-  );
 }

@@ -15,8 +15,10 @@ export interface Mailer {
 }
 
 /**
- * Sends mail through `smtpUrl` (nodemailer). Without one — development only — the mail is
- * written to the service log instead, so a sign-in code can be read there.
+ * Sends mail through `smtpUrl` (nodemailer). Without one the mail, sign-in code and link included,
+ * is written to the service log instead, so that a developer can read it there: the configuration
+ * (`loadConfig`) requires SMTP_URL everywhere but in development on loopback, where PUBLIC_URL is
+ * unset or plain http on a loopback host, so no log of a service that others reach holds one.
  */
 export function createMailer(smtpUrl: string | undefined, from: string, logger: Logger): Mailer {
   if (!smtpUrl) {

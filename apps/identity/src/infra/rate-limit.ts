@@ -40,26 +40,37 @@ export interface RateLimitStore {
  * Fixed-window limiter: at most `limit` takes per `windowMs` for each key. Once a key is refused,
  * this process refuses it without touching the store until its window ends, so a flood past the
  * limit costs no writes. The window's end is kept as a duration from the store's answer, so a
- * local clock that is off by any amount neither shortens nor stretches a refusal.
+ * local clock that is off by any amount neither shortens nor stretches a refusal. `onRefused`
+ * hears of every refusal (the metrics count them by limiter).
  */
 export function createRateLimiter(
   store: RateLimitStore,
-  options: { name: string; limit: number; windowMs: number; clock: Clock },
+  options: {
+    name: string;
+    limit: number;
+    windowMs: number;
+    clock: Clock;
+    onRefused?: () => void;
+  },
 ): RateLimiter {
-  const { name, limit, windowMs, clock } = options;
+  const { name, limit, windowMs, clock, onRefused } = options;
   // Keys refused lately, with when their window ends; the oldest are forgotten past the bound.
   const refusedUntil = new LRUCache<string, number>({ max: 10_000 });
   return {
     async take(key) {
       const now = clock();
       const until = refusedUntil.get(key) ?? 0;
-      if (until > now) return refusal(limit, until - now);
+      if (until > now) {
+        onRefused?.();
+        return refusal(limit, until - now);
+      }
       const { count, resetMs } = await store.hit(`${name}:${key}`, windowMs);
       if (count <= limit) {
         return { ok: true, limit, remaining: limit - count, resetSeconds: toSeconds(resetMs) };
       }
       const answeredAt = clock();
       refusedUntil.set(key, answeredAt + resetMs);
+      onRefused?.();
       return refusal(limit, resetMs);
     },
   };

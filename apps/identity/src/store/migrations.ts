@@ -1,6 +1,7 @@
 import type { Engine } from "@agentpass/db";
 import { type Migration, sql } from "kysely";
 import type { AnyDb } from "./migrations/any-db.ts";
+import { createAuditEvents } from "./migrations/audit-events.ts";
 import { createCoreTables } from "./migrations/core-tables.ts";
 import { dashboardMigration } from "./migrations/dashboard-tables.ts";
 import { keepDepartedPartnerActivity } from "./migrations/departed-partner-activity.ts";
@@ -138,4 +139,5 @@ export const identityMigrations = (engine: Engine): Record<string, Migration> =>
         WHERE last_used_at IS NULL`.execute(db);
     },
   },
+  "0014_audit_events": { up: (db: AnyDb) => createAuditEvents(db, engine) },
 });

@@ -20,11 +20,15 @@ export interface ExpiringTable {
   unlessSet?: string;
 }
 
+/** Audit events are kept this long unless AUDIT_RETENTION_DAYS says otherwise. */
+export const DEFAULT_AUDIT_RETENTION_DAYS = 400;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 /**
  * What expires, by table: the column that says when a row ends (each has an index), and how
- * long past it the row is kept.
+ * long past it the row is kept; audit events `auditRetentionDays` after they happened.
  */
-export const EXPIRING: readonly ExpiringTable[] = [
+export const expiringTables = (auditRetentionDays: number): readonly ExpiringTable[] => [
   { table: "sign_in_codes", column: "expires_at", keptMs: 0 },
   { table: "device_codes", column: "expires_at", keptMs: 0 },
   { table: "web_sessions", column: "expires_at", keptMs: 0 },
@@ -38,7 +42,11 @@ export const EXPIRING: readonly ExpiringTable[] = [
     keptMs: UNUSED_CLIENT_LIFETIME_MS,
     unlessSet: "last_used_at",
   },
+  { table: "audit_events", column: "at", keptMs: auditRetentionDays * DAY_MS },
 ];
+
+/** `expiringTables` with the default audit retention. */
+export const EXPIRING = expiringTables(DEFAULT_AUDIT_RETENTION_DAYS);
 
 /**
  * One batch of a purge: at most `PURGE_BATCH` rows of `table` whose `column` is before
@@ -69,16 +77,18 @@ export function purgeBatch(
 /**
  * Deletes what has expired by `now`: sign-in codes (with the addresses of people who never
  * signed up), device codes, web sessions, remembered browsers, OAuth codes, old rate-limit
- * counters, old entries of the key change log, and registered OAuth clients never used. Each statement deletes at most `PURGE_BATCH`
+ * counters, old entries of the key change log, registered OAuth clients never used, and audit
+ * events past their retention. Each statement deletes at most `PURGE_BATCH`
  * rows found through the table's index on its expiry (`purgeBatch`), so a purge costs in
  * proportion to what it deletes, never a scan of the table. Answers the rows deleted, by table.
  */
 export async function purgeExpired(
   database: Pick<OpenedDatabase<IdentityDatabase>, "write" | "engine">,
   now: number,
+  tables: readonly ExpiringTable[] = EXPIRING,
 ): Promise<Record<string, number>> {
   const deleted: Record<string, number> = {};
-  for (const { table, column, keptMs, unlessSet } of EXPIRING) {
+  for (const { table, column, keptMs, unlessSet } of tables) {
     const statement = purgeBatch(database.engine, table, column, now - keptMs, unlessSet);
     deleted[table] = 0;
     for (;;) {
@@ -102,10 +112,11 @@ export function schedulePurges(
   database: Pick<OpenedDatabase<IdentityDatabase>, "write" | "engine">,
   clock: () => number,
   onError: (error: unknown) => void,
+  tables: readonly ExpiringTable[] = EXPIRING,
 ) {
   let running: Promise<void> | undefined;
   const run = () => {
-    running ??= purgeExpired(database, clock())
+    running ??= purgeExpired(database, clock(), tables)
       .then(() => undefined, onError)
       .finally(() => {
         running = undefined;

@@ -1,3 +1,5 @@
+import type { Generated } from "kysely";
+
 /** Table shapes as Kysely sees them. Times are epoch milliseconds; flags are 0/1 integers. */
 export interface IdentityDatabase {
   accounts: { id: string; email: string; created_at: number };
@@ -170,6 +172,26 @@ export interface IdentityDatabase {
     last_at: number;
     count: number;
     deleted_at: number;
+  };
+  /**
+   * Security events (migration 0014, `domain/audit.ts`), in the order stored; purged
+   * `AUDIT_RETENTION_DAYS` after `at`. Never a secret.
+   */
+  audit_events: {
+    id: Generated<number>;
+    at: number;
+    action: string;
+    outcome: string;
+    actor_kind: string;
+    actor_id: string | null;
+    /** The account the event concerns, shown on its own page; null: none (a sealing key). */
+    account_id: string | null;
+    subject_kind: string | null;
+    subject_id: string | null;
+    client_address: string | null;
+    user_agent: string | null;
+    /** JSON object of names and counts. */
+    detail: string | null;
   };
 }
 

@@ -1,4 +1,9 @@
-import { type ChangeCheck, createReadCaches, type OpenedDatabase } from "@agentpass/db";
+import {
+  type CacheLookups,
+  type ChangeCheck,
+  createReadCaches,
+  type OpenedDatabase,
+} from "@agentpass/db";
 import { sql } from "kysely";
 import { type Account, createAccountStore } from "./account-store.ts";
 import { createKeyChangeCheck, touchesSealingKeys } from "./key-changes.ts";
@@ -42,6 +47,8 @@ export interface Store {
    * changed, before the requests that awaited the check go on: the sealing keys are re-read.
    */
   onKeysChanged(reload: () => Promise<void>): void;
+  /** How often the key caches answered a read, and how often they read the database. */
+  readonly keyCacheLookups: CacheLookups;
 
   /** Creates the account of `email`; null when one already has that email. */
   createAccount(email: string, createdAt: number): Promise<Account | null>;
@@ -141,6 +148,7 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>): Store {
       await sql`SELECT 1`.execute(database.db);
     },
     beginHotRead: () => caches.beginRequest(),
+    keyCacheLookups: caches.lookups,
     onKeysChanged(reload) {
       keysChanged = reload;
     },

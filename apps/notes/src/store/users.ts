@@ -37,6 +37,9 @@ export function createUsers(
   const cachedLookUp = caches.cached(lookUp);
 
   return {
+    /** How often the users' cache answered a lookup, and how often it read the database. */
+    userCacheLookups: caches.lookups,
+
     async findUserByEmail(email: string): Promise<User | undefined> {
       await caches.beginRequest();
       return cachedLookUp(email);

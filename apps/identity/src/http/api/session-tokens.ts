@@ -51,6 +51,7 @@ export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits):
   return defineEndpoint({
     method: "POST",
     path: "/api/session-tokens",
+    outcome: "mint",
     operation: {
       operationId: "mintSessionToken",
       summary: "Trade a user key for a session token (the agent CLI does this)",

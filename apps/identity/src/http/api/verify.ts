@@ -51,6 +51,7 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
   return defineEndpoint({
     method: "POST",
     path: "/api/verify",
+    outcome: "verify",
     operation: {
       operationId: "verifySessionToken",
       summary: "Turn a session token into the verified email of the person who minted it",

@@ -1,10 +1,11 @@
 import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { deleteAccount, partnersThatSawEmail } from "../../domain/accounts.ts";
+import { byPerson } from "../web/audit.ts";
 import { confirmPage } from "../web/confirm-page.ts";
 import { notice } from "../web/flash.ts";
 import type { WebGuard, WebRequest } from "../web/guard.ts";
-import { csrfField, flashNotice, formatTime, html, renderPage } from "../web/page.ts";
+import { CLI_INSTALL, csrfField, flashNotice, formatTime, html, renderPage } from "../web/page.ts";
 import { htmlAnswer, redirect, withCookies } from "../web/page-answers.ts";
 import { keyPages } from "./keys.ts";
 
@@ -61,7 +62,8 @@ ${
           body: html`<div class="card"><p>Signed in as <strong>${session.email}</strong>.</p>
 <form method="post" action="/sign-out-everywhere">${csrfField(web.csrf)}
 <p><label><input type="checkbox" name="apps" value="yes"> Also disconnect every connected app and device login</label></p>
-<button type="submit" class="secondary">Sign out everywhere</button></form></div>
+<button type="submit" class="secondary">Sign out everywhere</button></form>
+<p><a href="/account/security">Security log</a>: sign-ins, key changes and approvals on your account.</p></div>
 <h2>Delete your account</h2>
 <div class="card"><p>Deletes your account, every user key, every partner you own and their keys. Tokens made with them stop verifying at once. This cannot be undone.</p>
 <p><a class="button danger" href="/account/delete">Delete account…</a></p></div>`,
@@ -85,9 +87,15 @@ ${
   const deletion = definePage({
     method: "POST",
     path: "/account/delete",
-    handle: guard.signedIn(async (_request, web) => {
+    handle: guard.signedIn(async (request, web) => {
       if (web.form.get("confirm") !== "yes") return guard.seeOther(web, "/account/delete");
       await deleteAccount(ctx, web.session.accountId);
+      await ctx.audit.record({
+        ...byPerson(request, web.session.accountId),
+        action: "account.delete",
+        outcome: "success",
+        subject: { kind: "account", id: web.session.accountId },
+      });
       // The front page shows it to this browser, which is no longer signed in.
       const gone = guard.seeOther(
         { browserId: web.browserId, session: null },
@@ -110,7 +118,7 @@ function landingPage(web: WebRequest, publicUrl: string) {
 <p><a class="button" href="/sign-in">Sign in or sign up</a> <span class="muted">with your email; no password.</span></p>
 <div class="landing">
 <section class="card"><h2>For people</h2><p>Keep a user key on your own machine. Your agents trade it for 5-minute session tokens; you see which services learned your email, and revoke a key at any time.</p></section>
-<section class="card"><h2>For agents</h2><p>Run <code>agentpass login --url ${publicUrl}</code> once, then send <code>x-session-token: $(agentpass token)</code> with every request to a partner.</p></section>
+<section class="card"><h2>For agents</h2><p>Install the CLI with <code>${CLI_INSTALL}</code> (Node ≥ 20). Run <code>agentpass login --url ${publicUrl}</code> once, then send <code>x-session-token: $(agentpass token)</code> with every request to a partner.</p></section>
 <section class="card"><h2>For partners</h2><p>Register your API, get a partner key, and ask <code>POST /api/verify</code> who a token belongs to, or use <code>@agentpass/verify</code>. See the <a href="/docs">API reference</a> and the <a href="/directory">partner directory</a>.</p></section>
 </div>`,
   });

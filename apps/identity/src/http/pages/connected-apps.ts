@@ -2,6 +2,7 @@ import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { listConnectedApps, revokeConnectedApp } from "../../domain/grants.ts";
 import type { ConnectedApp } from "../../store/oauth-store.ts";
+import { byPerson } from "../web/audit.ts";
 import { confirmPage } from "../web/confirm-page.ts";
 import { notFoundPage } from "../web/error-page.ts";
 import { notice } from "../web/flash.ts";
@@ -63,7 +64,15 @@ export function connectedAppRoutes(ctx: IdentityContext, guard: WebGuard): Page[
       const app = await findApp(web.session.accountId, grantId);
       if (!app) return notFoundPage(web);
       if (web.form.get("confirm") !== "yes") return guard.seeOther(web, confirmation);
-      await revokeConnectedApp(ctx, web.session.accountId, app.id);
+      if (await revokeConnectedApp(ctx, web.session.accountId, app.id)) {
+        await ctx.audit.record({
+          ...byPerson(request, web.session.accountId),
+          action: "grant.revoke",
+          outcome: "success",
+          subject: { kind: "grant", id: app.id },
+          detail: { clientId: app.clientId, clientName: app.clientName },
+        });
+      }
       return guard.seeOther(web, "/keys", notice("ok", `${app.clientName} revoked.`));
     }),
   });

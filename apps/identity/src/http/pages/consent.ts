@@ -14,6 +14,7 @@ import {
   issueAuthorizationCode,
   type OAuthDeps,
 } from "../../domain/oauth.ts";
+import { byPerson } from "../web/audit.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import type { SafeHtml } from "../web/html.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
@@ -124,14 +125,28 @@ export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuth
       const check = await checked(request, web, query);
       if (!check.ok) return check.answer;
       const asked = check.request;
-      if (web.form.get("decision") !== "approve") {
+      const approved = web.form.get("decision") === "approve";
+      const code = approved
+        ? await issueAuthorizationCode(ctx, asked, web.session.accountId)
+        : undefined;
+      await ctx.audit.record({
+        ...byPerson(request, web.session.accountId),
+        action: approved ? "consent.approve" : "consent.deny",
+        outcome: "success",
+        subject: { kind: "oauth_client", id: asked.client.clientId },
+        detail: {
+          clientName: asked.client.clientName,
+          partnerId: asked.resource?.partnerId ?? null,
+          redirectUri: asked.redirectUri,
+        },
+      });
+      if (!code) {
         return back(asked.redirectUri, {
           error: "access_denied",
           error_description: "The person denied the request",
           state: asked.state,
         });
       }
-      const code = await issueAuthorizationCode(ctx, asked, web.session.accountId);
       return back(asked.redirectUri, { code, state: asked.state });
     }),
   });

@@ -1,12 +1,15 @@
-import { type Answer, definePage, type Page } from "@agentpass/http";
+import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import {
   decideDeviceLogin,
   findPendingDeviceLogin,
+  isSameNetwork,
+  networkOf,
   normalizeUserCode,
   type PendingDeviceLogin,
 } from "../../domain/device-login.ts";
 import type { RateLimiter } from "../../infra/rate-limit.ts";
+import { byPerson } from "../web/audit.ts";
 import { notice } from "../web/flash.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import type { SafeHtml } from "../web/html.ts";
@@ -69,7 +72,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
   const lookUpOrDecide = definePage({
     method: "POST",
     path: "/device",
-    handle: guard.signedIn(async (_request, web) => {
+    handle: guard.signedIn(async (request, web) => {
       const limited = await options.perAccount.take(web.session.accountId);
       if (!limited.ok) {
         return devicePage(
@@ -82,7 +85,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
       const typed = (web.form.get("code") ?? "").slice(0, 20);
       const decision = web.form.get("decision");
       if (decision === "approve" || decision === "deny") {
-        return decide(web, typed, decision === "approve");
+        return decide(request, web, typed, decision === "approve");
       }
       const pending = typed ? await findPendingDeviceLogin(ctx, typed) : null;
       if (!pending) return devicePage(web, codeForm(web.csrf, NO_SUCH_CODE), 404);
@@ -91,13 +94,27 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
   });
   return [ask, lookUpOrDecide];
 
-  async function decide(web: SignedInRequest, typed: string, approve: boolean) {
+  async function decide(
+    request: EndpointRequest,
+    web: SignedInRequest,
+    typed: string,
+    approve: boolean,
+  ) {
     const code = normalizeUserCode(typed);
+    // Read for the audit log: what the device called itself, and where it started from.
+    const pending = code === "" ? null : await findPendingDeviceLogin(ctx, code);
     const decided =
-      code !== "" && (await decideDeviceLogin(ctx, code, web.session.accountId, approve));
-    if (!decided) {
+      pending !== null && (await decideDeviceLogin(ctx, code, web.session.accountId, approve));
+    if (!pending || !decided) {
       return devicePage(web, codeForm(web.csrf, EXPIRED), 400);
     }
+    await ctx.audit.record({
+      ...byPerson(request, web.session.accountId),
+      action: approve ? "device_login.approve" : "device_login.deny",
+      outcome: "success",
+      subject: { kind: "device_login", id: null },
+      detail: { clientName: pending.clientName, startedFrom: pending.startedFrom },
+    });
     const outcome = approve
       ? notice(
           "ok",
@@ -111,8 +128,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
   function confirmation(web: SignedInRequest, pending: PendingDeviceLogin, here: string) {
     const minutes = Math.max(0, Math.round((ctx.clock() - pending.startedAt) / 60_000));
     const from = pending.startedFrom ?? "an unrecorded address";
-    const elsewhere =
-      pending.startedFrom !== null && networkOf(pending.startedFrom) !== networkOf(here);
+    const elsewhere = pending.startedFrom !== null && !isSameNetwork(pending.startedFrom, here);
     return html`<div class="card">
 <p class="warning" role="alert">Approve only a login you started yourself, just now, on a machine you control. Approving gives that machine a user key that acts as <strong>${web.session.email}</strong> with every AgentPass partner.</p>
 <dl>
@@ -130,14 +146,3 @@ ${elsewhere ? html`<p class="warning" role="alert">This login was started from a
 
 const NO_SUCH_CODE = "No pending login has this code. It may have expired (codes last 10 minutes).";
 const EXPIRED = "This login request has expired or was already decided.";
-
-/** The network an address belongs to, as shown to a person: IPv4 /24, IPv6 /48. */
-export function networkOf(address: string): string {
-  const v4 = /^(\d+\.\d+\.\d+)\.\d+$/.exec(address);
-  if (v4) return `${v4[1]}.0/24`;
-  if (address.includes(":")) {
-    const groups = address.split("/")[0]?.split("::")[0]?.split(":") ?? [];
-    return `${[...groups, "0", "0", "0"].slice(0, 3).join(":")}::/48`;
-  }
-  return address;
-}

@@ -3,6 +3,7 @@ import type { IdentityContext } from "../../context.ts";
 import { findOwnedKey, issueKey, renameKey, revokeKey } from "../../domain/credentials.ts";
 import type { KeyKind } from "../../domain/keys.ts";
 import type { KeyRecord } from "../../store/store.ts";
+import { byPerson } from "../web/audit.ts";
 import { confirmPage } from "../web/confirm-page.ts";
 import { notFoundPage } from "../web/error-page.ts";
 import { notice } from "../web/flash.ts";
@@ -68,11 +69,34 @@ export function keyRoutes(
   const capitalized = words.noun[0]?.toUpperCase() + words.noun.slice(1);
 
   /** Wraps the handler of a page about the key of the URL, when the account may act on it. */
-  function ownedKey(handler: (web: SignedInRequest, owned: OwnedKey) => Promise<Answer> | Answer) {
+  function ownedKey(
+    handler: (
+      web: SignedInRequest,
+      owned: OwnedKey,
+      request: EndpointRequest,
+    ) => Promise<Answer> | Answer,
+  ) {
     return guard.signedIn(async (request, web) => {
       const owner = await options.ownerOf(request, web);
       const key = owner && (await findOwnedKey(ctx, kind, owner.id, request.params.keyId ?? ""));
-      return owner && key ? handler(web, { owner, key }) : notFoundPage(web);
+      return owner && key ? handler(web, { owner, key }, request) : notFoundPage(web);
+    });
+  }
+
+  /** Records what the signed-in person did to a key of theirs (or of their partner). */
+  function audit(
+    request: EndpointRequest,
+    web: SignedInRequest,
+    change: "create" | "rename" | "revoke",
+    key: KeyRecord,
+    detail: Record<string, string>,
+  ) {
+    return ctx.audit.record({
+      ...byPerson(request, web.session.accountId),
+      action: `${kind}_key.${change}`,
+      outcome: "success",
+      subject: { kind: `${kind}_key`, id: key.id },
+      detail: kind === "partner" ? { ...detail, partnerId: key.ownerId } : detail,
     });
   }
 
@@ -103,6 +127,7 @@ ${error ? html`<p id="name-error" class="error" role="alert">${error}</p>` : ""}
       if (!owner) return notFoundPage(web);
       const issued = await issueKey(ctx, kind, owner.id, web.form.get("name") ?? "");
       if (!issued.ok) return options.refuseNewKey(request, web, INVALID_NAME);
+      await audit(request, web, "create", issued.record, { name: issued.record.name });
       return guard.seeOther(web, owner.page, { kind: "new-key", key: issued.key });
     }),
   });
@@ -114,7 +139,7 @@ ${error ? html`<p id="name-error" class="error" role="alert">${error}</p>` : ""}
   const rename = definePage({
     method: "POST",
     path: `${route}/{keyId}/rename`,
-    handle: ownedKey(async (web, owned) => {
+    handle: ownedKey(async (web, owned, request) => {
       const { owner, key } = owned;
       const typed = web.form.get("name") ?? "";
       const renamed = await renameKey(ctx, kind, owner.id, key.id, typed);
@@ -122,6 +147,7 @@ ${error ? html`<p id="name-error" class="error" role="alert">${error}</p>` : ""}
         return renamePage(web, owned, { typed });
       }
       if (!renamed.ok) return notFoundPage(web);
+      await audit(request, web, "rename", key, { from: key.name, name: renamed.name });
       const text = `${capitalized} ${key.name} is now called ${renamed.name}.`;
       return guard.seeOther(web, owner.page, notice("ok", text));
     }),
@@ -142,10 +168,11 @@ ${error ? html`<p id="name-error" class="error" role="alert">${error}</p>` : ""}
   const revocation = definePage({
     method: "POST",
     path: `${route}/{keyId}/revoke`,
-    handle: ownedKey(async (web, { owner, key }) => {
+    handle: ownedKey(async (web, { owner, key }, request) => {
       const confirmation = `${owner.keysPath}/${key.id}/revoke`;
       if (web.form.get("confirm") !== "yes") return guard.seeOther(web, confirmation);
-      await revokeKey(ctx, kind, key.id);
+      const revoked = await revokeKey(ctx, kind, key.id);
+      if (revoked.ok) await audit(request, web, "revoke", key, { name: key.name });
       return guard.seeOther(web, owner.page, notice("ok", `${capitalized} ${key.name} revoked.`));
     }),
   });

@@ -4,7 +4,7 @@ import { listKeys } from "../../domain/credentials.ts";
 import { listConnectedApps } from "../../domain/grants.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
-import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
+import { CLI_INSTALL, csrfField, flashNotice, html, renderPage } from "../web/page.ts";
 import { htmlAnswer } from "../web/page-answers.ts";
 import { connectedAppsSection } from "./connected-apps.ts";
 import { keyRoutes } from "./key-routes.ts";
@@ -39,7 +39,7 @@ ${keyTable(keys, "/keys")}
 <input id="key-name" name="name" type="text" required maxlength="100" placeholder="laptop" ${error ? html`aria-describedby="key-name-error" aria-invalid="true"` : ""}>
 ${error ? html`<p id="key-name-error" class="error" role="alert">${error}</p>` : ""}
 <p><button type="submit">Create key</button></p></form>
-<p class="muted">Or let the CLI ask for one: run <code>agentpass login --url ${publicUrl}</code> and approve it here.</p>
+<p class="muted">Or let the CLI ask for one: install it with <code>${CLI_INSTALL}</code> (Node ≥ 20), run <code>agentpass login --url ${publicUrl}</code> and approve it here.</p>
 ${connectedAppsSection(apps)}`,
       }),
       error ? 400 : 200,

@@ -14,6 +14,7 @@ import {
   updatePartner,
 } from "../../domain/partners.ts";
 import type { Partner } from "../../store/store.ts";
+import { byPerson } from "../web/audit.ts";
 import { confirmPage } from "../web/confirm-page.ts";
 import { notFoundPage } from "../web/error-page.ts";
 import { notice } from "../web/flash.ts";
@@ -33,6 +34,7 @@ export function partnerPages(
   ctx: IdentityContext,
   guard: WebGuard,
   fetchDocument: FetchDocument,
+  publicUrl: string,
 ): Page[] {
   /** The partner of the URL, when the signed-in account owns it. */
   function ownPartner(request: EndpointRequest, web: SignedInRequest): Promise<Partner | null> {
@@ -106,6 +108,7 @@ ${
 <h2>Partner keys</h2>
 <p>Your server sends a partner key with each <code>POST /api/verify</code>. Revoking one refuses it on the very next request.</p>
 ${keyTable(keys, `/partners/${partner.id}/keys`)}
+${keys.some((key) => key.revokedAt === null) ? integration(publicUrl) : ""}
 <form method="post" action="/partners/${partner.id}/keys" class="card">${csrfField(web.csrf)}
 <label for="partner-key-name">Key name</label><input id="partner-key-name" name="name" type="text" required maxlength="100" placeholder="production">
 <p><button type="submit">Create partner key</button></p></form>
@@ -133,11 +136,39 @@ ${
 
   /** Wraps the handler of a page about one partner the signed-in account owns; else 404. */
   function ownedPartner(
-    handler: (web: SignedInRequest, partner: Partner) => Promise<Answer> | Answer,
+    handler: (
+      web: SignedInRequest,
+      partner: Partner,
+      request: EndpointRequest,
+    ) => Promise<Answer> | Answer,
   ) {
     return guard.signedIn(async (request, web) => {
       const partner = await ownPartner(request, web);
-      return partner ? handler(web, partner) : notFoundPage(web);
+      return partner ? handler(web, partner, request) : notFoundPage(web);
+    });
+  }
+
+  /** Records what the signed-in person did to a partner of theirs. */
+  function audit(
+    request: EndpointRequest,
+    web: SignedInRequest,
+    action:
+      | "partner.create"
+      | "partner.update"
+      | "partner.verify_site"
+      | "partner.delete"
+      | "partner_resource.add"
+      | "partner_resource.remove",
+    partner: Partner,
+    outcome: "success" | "failure" = "success",
+    detail: Record<string, string> = {},
+  ) {
+    return ctx.audit.record({
+      ...byPerson(request, web.session.accountId),
+      action,
+      outcome,
+      subject: { kind: "partner", id: partner.id },
+      detail: { name: partner.name, ...detail },
     });
   }
 
@@ -149,12 +180,13 @@ ${
   const create = definePage({
     method: "POST",
     path: "/partners",
-    handle: guard.signedIn(async (_request, web) => {
+    handle: guard.signedIn(async (request, web) => {
       const created = await createPartner(ctx, {
         ownerAccountId: web.session.accountId,
         ...fieldsOf(web.form),
       });
       if (!created.ok) return listPage(web, `${created.reason}.`);
+      await audit(request, web, "partner.create", created.partner);
       return guard.seeOther(web, `/partners/${created.partner.id}`);
     }),
   });
@@ -166,17 +198,26 @@ ${
   const update = definePage({
     method: "POST",
     path: "/partners/{id}",
-    handle: ownedPartner(async (web, partner) => {
+    handle: ownedPartner(async (web, partner, request) => {
       const updated = await updatePartner(ctx, partner, fieldsOf(web.form));
       if (!updated.ok) return partnerPage(web, partner, `${updated.reason}.`);
+      await audit(request, web, "partner.update", partner);
       return guard.seeOther(web, `/partners/${partner.id}`, notice("ok", "Saved."));
     }),
   });
   const checkSite = definePage({
     method: "POST",
     path: "/partners/{id}/site-check",
-    handle: ownedPartner(async (web, partner) => {
+    handle: ownedPartner(async (web, partner, request) => {
       const checked = await checkPartnerSite(ctx, partner, fetchDocument);
+      await audit(
+        request,
+        web,
+        "partner.verify_site",
+        partner,
+        checked.ok ? "success" : "failure",
+        checked.ok ? { origin: checked.origin } : { reason: checked.code },
+      );
       const outcome = notice(checked.ok ? "ok" : "error", siteCheckOutcome(checked));
       return guard.seeOther(web, `/partners/${partner.id}`, outcome);
     }),
@@ -184,7 +225,7 @@ ${
   const addResource = definePage({
     method: "POST",
     path: "/partners/{id}/resources",
-    handle: ownedPartner(async (web, partner) => {
+    handle: ownedPartner(async (web, partner, request) => {
       const added = await addPartnerResource(ctx, partner.id, web.form.get("url") ?? "");
       if (!added.ok) {
         const reason =
@@ -193,14 +234,19 @@ ${
             : "A resource is an https URL (http only on a loopback address) without a query or fragment.";
         return partnerPage(web, partner, reason);
       }
+      await audit(request, web, "partner_resource.add", partner, "success", {
+        url: (web.form.get("url") ?? "").slice(0, 2000),
+      });
       return guard.seeOther(web, `/partners/${partner.id}`, notice("ok", "Resource added."));
     }),
   });
   const removeResource = definePage({
     method: "POST",
     path: "/partners/{id}/resources/remove",
-    handle: ownedPartner(async (web, partner) => {
-      await removePartnerResource(ctx, partner.id, (web.form.get("url") ?? "").slice(0, 2000));
+    handle: ownedPartner(async (web, partner, request) => {
+      const url = (web.form.get("url") ?? "").slice(0, 2000);
+      await removePartnerResource(ctx, partner.id, url);
+      await audit(request, web, "partner_resource.remove", partner, "success", { url });
       return guard.seeOther(web, `/partners/${partner.id}`, notice("ok", "Resource removed."));
     }),
   });
@@ -220,10 +266,12 @@ ${
   const deletion = definePage({
     method: "POST",
     path: "/partners/{id}/delete",
-    handle: ownedPartner(async (web, partner) => {
+    handle: ownedPartner(async (web, partner, request) => {
       const confirmation = `/partners/${partner.id}/delete`;
       if (web.form.get("confirm") !== "yes") return guard.seeOther(web, confirmation);
-      await deletePartner(ctx, web.session.accountId, partner.id);
+      if (await deletePartner(ctx, web.session.accountId, partner.id)) {
+        await audit(request, web, "partner.delete", partner);
+      }
       return guard.seeOther(web, "/partners", notice("ok", `Partner ${partner.name} deleted.`));
     }),
   });
@@ -253,4 +301,18 @@ ${
     deletion,
     ...keys,
   ];
+}
+
+/**
+ * How a partner's server uses its key against this service, once it has one: the library's
+ * install line and its one call, with this service's own URL (docs/partners.md has the rest:
+ * Python, middlewares, what to answer an agent).
+ */
+function integration(publicUrl: string) {
+  return html`<div class="card"><h3>Use it</h3>
+<p>In your server's environment: <code>AGENTPASS_URL=${publicUrl}</code> and <code>AGENTPASS_PARTNER_KEY=apk_…</code>. Then, in Node, <code>npm install @agentpass/verify</code>:</p>
+<pre><code>import { verify } from "@agentpass/verify";
+const result = await verify(process.env.AGENTPASS_PARTNER_KEY, sessionToken);
+if (result.ok) console.log(result.email); // the person behind the agent</code></pre>
+<p>In Python, the <code>agentpass</code> package: <code>from agentpass import verify</code>, the same call. Token problems are yours to answer with 401; a refused partner key, a rate limit or an unreachable service with 503.</p></div>`;
 }

@@ -1,8 +1,11 @@
 import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
+import { findAccountByEmail } from "../../domain/accounts.ts";
+import type { AuditEvent } from "../../domain/audit.ts";
 import { revokeAllConnectedApps } from "../../domain/grants.ts";
 import {
   pendingSignInAddress,
+  type RedeemResult,
   redeemSignInCode,
   redeemSignInLink,
   requestSignInCode,
@@ -10,6 +13,7 @@ import {
 } from "../../domain/sign-in.ts";
 import { endAllWebSessions, endWebSession, startWebSession } from "../../domain/web-sessions.ts";
 import type { Mailer } from "../../infra/mailer.ts";
+import { byPerson, clientOf } from "../web/audit.ts";
 import { safeNext, type WebGuard, type WebRequest } from "../web/guard.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
 import { htmlAnswer, redirect, withCookies } from "../web/page-answers.ts";
@@ -70,8 +74,38 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
   async function signedIn(request: EndpointRequest, accountId: string, next: string) {
     // A new session id at every sign-in; the one this browser had before is ended.
     await endWebSession(ctx, guard.sessionCookieOf(request));
+    await ctx.audit.record({
+      ...byPerson(request, accountId),
+      action: "sign_in",
+      outcome: "success",
+      subject: { kind: "account", id: accountId },
+    });
     const session = guard.sessionCookie(await startWebSession(ctx, accountId));
     return withCookies(redirect(safeNext(next)), session);
+  }
+
+  /**
+   * A wrong code is recorded on the account of its email, and as `locked_out` when it used the
+   * code's last try. The email itself is never recorded: one without an account (a typo, a
+   * stranger's guess) leaves no trace of it in the log.
+   */
+  async function recordFailedSignIn(
+    request: EndpointRequest,
+    result: Exclude<RedeemResult, { ok: true }>,
+  ) {
+    const found =
+      result.code === "INVALID_CODE" ? await findAccountByEmail(ctx, result.email) : null;
+    const accountId = found?.ok ? found.account.id : null;
+    const event: AuditEvent = {
+      action: "sign_in",
+      outcome: result.code === "INVALID_CODE" && result.lockedOut ? "locked_out" : "failure",
+      actor: { kind: "service" },
+      accountId,
+      subject: accountId ? { kind: "account", id: accountId } : undefined,
+      client: clientOf(request),
+      detail: { reason: result.code === "INVALID_CODE" ? "wrong_code" : "no_open_code" },
+    };
+    await ctx.audit.record(event);
   }
 
   /** The email form again, answered `status` with `error` (and `headers`). */
@@ -140,6 +174,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
       const code = (web.form.get("code") ?? "").replace(/\s/g, "").slice(0, 12);
       const result = await redeemSignInCode(ctx, { browserNonce: web.browserId, code });
       if (result.ok) return signedIn(request, result.account.id, next);
+      await recordFailedSignIn(request, result);
       const message =
         result.code === "INVALID_CODE"
           ? "That code is not right. Check the mail and try again."
@@ -174,6 +209,7 @@ ${csrfField(web.csrf)}<input type="hidden" id="link-token" name="link" value="">
       const link = (web.form.get("link") ?? "").slice(0, 100);
       const result = await redeemSignInLink(ctx, { browserNonce: web.browserId, link });
       if (result.ok) return signedIn(request, result.account.id, "/keys");
+      await recordFailedSignIn(request, result);
       return refuse(web, "/keys", "", {
         status: 400,
         error:
@@ -184,17 +220,33 @@ ${csrfField(web.csrf)}<input type="hidden" id="link-token" name="link" value="">
   const signOut = definePage({
     method: "POST",
     path: "/sign-out",
-    handle: guard.page(async (request) => {
+    handle: guard.page(async (request, web) => {
       await endWebSession(ctx, guard.sessionCookieOf(request));
+      if (web.session) {
+        await ctx.audit.record({
+          ...byPerson(request, web.session.accountId),
+          action: "sign_out",
+          outcome: "success",
+        });
+      }
       return withCookies(redirect("/sign-in"), guard.clearedSessionCookie());
     }),
   });
   const signOutEverywhere = definePage({
     method: "POST",
     path: "/sign-out-everywhere",
-    handle: guard.signedIn(async (_request, web) => {
+    handle: guard.signedIn(async (request, web) => {
       await endAllWebSessions(ctx, web.session.accountId);
-      if (web.form.get("apps") === "yes") await revokeAllConnectedApps(ctx, web.session.accountId);
+      const apps =
+        web.form.get("apps") === "yes"
+          ? await revokeAllConnectedApps(ctx, web.session.accountId)
+          : 0;
+      await ctx.audit.record({
+        ...byPerson(request, web.session.accountId),
+        action: "sign_out_everywhere",
+        outcome: "success",
+        detail: { connectedAppsRevoked: apps },
+      });
       return withCookies(redirect("/sign-in"), guard.clearedSessionCookie());
     }),
   });

@@ -164,6 +164,7 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
   return defineEndpoint({
     method: "POST",
     path: "/oauth/token",
+    outcome: "oauth_token",
     public: true,
     maxBodyBytes: MAX_FORM_BYTES,
     renderError: renderOAuthError,

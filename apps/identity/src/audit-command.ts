@@ -1,0 +1,107 @@
+import type { Needs } from "./context.ts";
+import { findAccountByEmail } from "./domain/accounts.ts";
+import type { AuditAction, AuditEvent } from "./domain/audit.ts";
+import type { KeyKind } from "./domain/keys.ts";
+import type { CommandAnswer } from "./partner-resources-command.ts";
+import type { AuditFilter, StoredAuditEvent } from "./store/audit-store.ts";
+
+/** Events `audit` prints unless `--limit` says otherwise, and the most it prints. */
+export const AUDIT_DEFAULT_LIMIT = 100;
+export const AUDIT_MAX_LIMIT = 10_000;
+
+export interface AuditCommandOptions {
+  account?: string | undefined;
+  action?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  limit?: string | undefined;
+  json?: boolean | undefined;
+}
+
+/**
+ * `agentpass-server audit`: the stored security events, newest first, filtered by the account of
+ * an email, an action, a time range (ISO 8601) and a count; one line each, or a JSON array.
+ */
+export async function runAuditCommand(
+  ctx: Needs<"store" | "audit">,
+  options: AuditCommandOptions,
+): Promise<CommandAnswer> {
+  const filter: AuditFilter = { limit: AUDIT_DEFAULT_LIMIT };
+  if (options.limit !== undefined) {
+    const limit = Number(options.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > AUDIT_MAX_LIMIT) {
+      return { ok: false, error: `--limit must be a whole number from 1 to ${AUDIT_MAX_LIMIT}` };
+    }
+    filter.limit = limit;
+  }
+  for (const bound of ["since", "until"] as const) {
+    const text = options[bound];
+    if (text === undefined) continue;
+    const at = Date.parse(text);
+    if (Number.isNaN(at)) return { ok: false, error: `--${bound} must be a date (ISO 8601)` };
+    filter[bound] = at;
+  }
+  if (options.action !== undefined) filter.action = options.action;
+  if (options.account !== undefined) {
+    const found = await findAccountByEmail(ctx, options.account);
+    if (!found.ok) return { ok: false, error: `No account for ${options.account}` };
+    filter.accountId = found.account.id;
+  }
+  const events = await ctx.audit.list(filter);
+  if (options.json) return { ok: true, output: JSON.stringify(events.map(presentEvent)) };
+  return { ok: true, output: events.map(eventLine).join("\n") };
+}
+
+/** An event as `--json` prints it: the stored fields, its time in ISO 8601. */
+function presentEvent(event: StoredAuditEvent) {
+  return { ...event, at: new Date(event.at).toISOString() };
+}
+
+/** One event on one line: time, action, outcome, actor, account, subject, address, browser. */
+function eventLine(event: StoredAuditEvent): string {
+  const actor = event.actorKind === "account" ? `account:${event.actorId}` : event.actorKind;
+  const subject = event.subjectKind ? `${event.subjectKind}:${event.subjectId ?? "-"}` : "-";
+  return [
+    new Date(event.at).toISOString(),
+    event.action,
+    event.outcome,
+    `by ${actor}`,
+    `account ${event.accountId ?? "-"}`,
+    subject,
+    `from ${event.clientAddress ?? "-"}`,
+    event.userAgent === null ? "" : JSON.stringify(event.userAgent),
+    event.detail === null ? "" : JSON.stringify(event.detail),
+  ]
+    .filter((part) => part !== "")
+    .join("  ");
+}
+
+/** Records what the operator did with `agentpass-server`: the actor is the admin CLI. */
+export function recordAdminAction(
+  ctx: Needs<"audit">,
+  event: Omit<AuditEvent, "actor" | "outcome" | "client">,
+): Promise<void> {
+  return ctx.audit.record({ ...event, actor: { kind: "admin" }, outcome: "success" });
+}
+
+/**
+ * Records a key the operator created or revoked, on the account that owns it (a partner key's:
+ * the partner's owner).
+ */
+export async function recordAdminKeyChange(
+  ctx: Needs<"audit" | "store">,
+  kind: KeyKind,
+  change: "create" | "revoke",
+  keyId: string,
+): Promise<void> {
+  const key = await ctx.store.findKeyById(kind === "user" ? "user_keys" : "partner_keys", keyId);
+  if (!key) return;
+  const partner = kind === "partner" ? await ctx.store.findPartner(key.ownerId) : undefined;
+  const action: AuditAction = `${kind}_key.${change}`;
+  await recordAdminAction(ctx, {
+    action,
+    accountId: kind === "user" ? key.ownerId : (partner?.ownerAccountId ?? null),
+    subject: { kind: `${kind}_key`, id: key.id },
+    detail: kind === "partner" ? { name: key.name, partnerId: key.ownerId } : { name: key.name },
+  });
+}

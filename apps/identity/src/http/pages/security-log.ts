@@ -1,0 +1,94 @@
+import { definePage, type Page } from "@agentpass/http";
+import type { IdentityContext } from "../../context.ts";
+import type { AuditAction } from "../../domain/audit.ts";
+import type { StoredAuditEvent } from "../../store/audit-store.ts";
+import type { WebGuard } from "../web/guard.ts";
+import { formatTime, html, renderPage } from "../web/page.ts";
+import { htmlAnswer } from "../web/page-answers.ts";
+
+/** Events shown on one page; older ones are a link away. */
+export const SECURITY_LOG_PAGE_SIZE = 50;
+
+const WHAT: Record<AuditAction, string> = {
+  sign_in: "Sign-in",
+  sign_out: "Sign-out",
+  sign_out_everywhere: "Signed out everywhere",
+  "user_key.create": "User key created",
+  "user_key.rename": "User key renamed",
+  "user_key.revoke": "User key revoked",
+  "partner_key.create": "Partner key created",
+  "partner_key.rename": "Partner key renamed",
+  "partner_key.revoke": "Partner key revoked",
+  "consent.approve": "App allowed",
+  "consent.deny": "App denied",
+  "grant.revoke": "Connected app revoked",
+  "device_login.approve": "Device login approved",
+  "device_login.deny": "Device login denied",
+  "partner.create": "Partner created",
+  "partner.update": "Partner changed",
+  "partner.verify_site": "Partner website checked",
+  "partner.delete": "Partner deleted",
+  "partner_resource.add": "Partner resource added",
+  "partner_resource.remove": "Partner resource removed",
+  "account.create": "Account created",
+  "account.delete": "Account deleted",
+  "sealing_key.rotate": "Sealing key rotated",
+  "sealing_key.rewrap": "Sealing keys rewrapped",
+};
+
+const OUTCOME: Record<string, string> = {
+  success: "done",
+  failure: "failed",
+  locked_out: "failed: code locked",
+};
+
+/**
+ * `/account/security`: the signed-in person's own audit events (sign-ins, key changes,
+ * approvals), newest first, with the address and browser each came from. Only events of their
+ * own account: the filter is the session's account, never a parameter.
+ */
+export function securityLogPages(ctx: IdentityContext, guard: WebGuard): Page[] {
+  const log = definePage({
+    method: "GET",
+    path: "/account/security",
+    handle: guard.signedIn(async (request, web) => {
+      const before = Number(request.query.get("before"));
+      const events = await ctx.audit.list({
+        accountId: web.session.accountId,
+        beforeId: Number.isSafeInteger(before) && before > 0 ? before : undefined,
+        limit: SECURITY_LOG_PAGE_SIZE,
+      });
+      const last = events.at(-1);
+      const older =
+        events.length === SECURITY_LOG_PAGE_SIZE && last
+          ? html`<p><a href="/account/security?before=${last.id}">Older events</a></p>`
+          : "";
+      return htmlAnswer(
+        renderPage({
+          title: "Security log",
+          session: web.session,
+          csrf: web.csrf,
+          body: html`<p>Sign-ins, key changes and approvals on your account, newest first, with where they came from. If you do not recognise one, revoke the keys concerned and <a href="/account">sign out everywhere</a>.</p>
+${
+  events.length === 0
+    ? html`<p class="empty">Nothing recorded yet.</p>`
+    : html`<table id="security-log"><thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Outcome</th><th scope="col">From</th><th scope="col" class="optional">Browser</th></tr></thead>
+<tbody>${events.map(eventRow)}</tbody></table>`
+}${older}`,
+        }),
+      );
+    }),
+  });
+  return [log];
+}
+
+function eventRow(event: StoredAuditEvent) {
+  const what = WHAT[event.action as AuditAction] ?? event.action;
+  const name = typeof event.detail?.name === "string" ? event.detail.name : null;
+  const by = event.actorKind === "admin" ? html` <span class="muted">(by the operator)</span>` : "";
+  return html`<tr data-action="${event.action}"><td>${formatTime(event.at)}</td>
+<td>${what}${name ? html`: <strong>${name}</strong>` : ""}${by}</td>
+<td>${OUTCOME[event.outcome] ?? event.outcome}</td>
+<td>${event.clientAddress ?? html`<span class="muted">—</span>`}</td>
+<td class="optional">${event.userAgent ?? ""}</td></tr>`;
+}

@@ -1,0 +1,231 @@
+import { accessSync, constants, mkdirSync, readFileSync, type Stats, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { getSystemErrorMessage } from "node:util";
+import { z } from "zod";
+
+/** A service's configuration as read from its environment, or why it cannot start. */
+export type ReadEnvironment<Values> =
+  | {
+      ok: true;
+      values: Values;
+      /** One line per unknown variable that looks like a misspelt setting, for the operator. */
+      warnings: string[];
+    }
+  | { ok: false; error: string };
+
+/**
+ * Reads a service's settings from `env` against `schema`, whose keys are the variables it reads.
+ * Empty variables count as unset, as in most shells' `VAR= command`. Each of `secrets` may be
+ * given as `<NAME>_FILE` instead, the path of a file holding the value (a trailing newline is
+ * dropped), so a secret need not sit in the environment. An invalid value is reported as
+ * `Invalid NAME: reason`, never with the value: it may be a password. An unknown variable that
+ * looks like a misspelt setting is a warning, or in production (an https `PUBLIC_URL`, for every
+ * service) a reason not to start.
+ *
+ * @example
+ * const read = readEnvironment(ConfigSchema, process.env, ["AGENTPASS_SECRET"]);
+ * if (!read.ok) throw new Error(read.error); // "Invalid AGENTPASS_SECRET: must be at least …"
+ * for (const line of read.warnings) console.warn(line); // "DATABSE_URL: did you mean DATABASE_URL?"
+ */
+export function readEnvironment<Schema extends z.ZodObject>(
+  schema: Schema,
+  env: Record<string, string | undefined>,
+  secrets: readonly string[],
+): ReadEnvironment<z.output<Schema>> {
+  const present: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (value) present[name] = value;
+  const read = readSecretFiles(present, secrets);
+  if (!read.ok) return read;
+  const parsed = schema.safeParse(read.env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const name = String(issue?.path[0] ?? "configuration");
+    const source = read.fromFiles.has(name) ? ` (read from ${name}_FILE)` : "";
+    return { ok: false, error: `Invalid ${name}${source}: ${issue?.message ?? "invalid value"}` };
+  }
+  const known = [...Object.keys(schema.shape), ...secrets.map((name) => `${name}_FILE`)];
+  const misspelt = findMisspelt(Object.keys(present), known);
+  if (misspelt.length > 0 && present.PUBLIC_URL?.startsWith("https://")) {
+    // A misspelt setting is one not applied: DATABSE_URL would start an instance on an empty
+    // SQLite file with a secret of its own, and it would refuse every key of its pool.
+    return {
+      ok: false,
+      error: `${misspelt.join("; ")} (PUBLIC_URL is https: this stops the start)`,
+    };
+  }
+  return { ok: true, values: parsed.data, warnings: misspelt };
+}
+
+function readSecretFiles(
+  present: Record<string, string>,
+  secrets: readonly string[],
+):
+  | { ok: true; env: Record<string, string>; fromFiles: Set<string> }
+  | { ok: false; error: string } {
+  const env = { ...present };
+  const fromFiles = new Set<string>();
+  for (const name of secrets) {
+    const variable = `${name}_FILE`;
+    const path = present[variable];
+    if (path === undefined) continue;
+    if (present[name] !== undefined) {
+      return { ok: false, error: `Invalid ${variable}: ${name} is set too; set one of them` };
+    }
+    try {
+      env[name] = readFileSync(path, "utf8").replace(/[\r\n]+$/, "");
+    } catch (error) {
+      // The path and the reason only: whatever was read stays unsaid.
+      return { ok: false, error: `Invalid ${variable}: cannot read ${path}: ${reasonOf(error)}` };
+    }
+    fromFiles.add(name);
+  }
+  return { ok: true, env, fromFiles };
+}
+
+/**
+ * The variables among `names` that look like a misspelt one of `known`, as
+ * `DATABSE_URL: did you mean DATABASE_URL?`. Only names that look like ours are judged: a known
+ * name in other letter case, or a name in capitals within two edits (a letter added, dropped,
+ * changed, or two swapped) of a known one; one same-length edit for a known name of five letters
+ * or fewer, so that `PGPORT` or `PORT0`, someone else's, is not taken for `PORT`. The rest of the
+ * environment (PATH, HOME, the other service's variables) is never named.
+ */
+export function findMisspelt(names: Iterable<string>, known: readonly string[]): string[] {
+  const ours = new Set(known);
+  const lines: string[] = [];
+  for (const name of names) {
+    if (ours.has(name)) continue;
+    const match = ours.has(name.toUpperCase()) ? name.toUpperCase() : closestOf(name, known);
+    if (match) lines.push(`${name}: did you mean ${match}?`);
+    else if (name.endsWith("_FILE") && ours.has(name.slice(0, -5))) {
+      lines.push(`${name}: ${name.slice(0, -5)} cannot be read from a file; set it directly`);
+    }
+  }
+  return lines;
+}
+
+function closestOf(name: string, known: readonly string[]): string | undefined {
+  if (!/^[A-Z][A-Z0-9_]*$/.test(name)) return undefined;
+  let closest: string | undefined;
+  let fewest = Number.POSITIVE_INFINITY;
+  for (const candidate of known) {
+    const allowed = candidate.length > 5 ? 2 : name.length === candidate.length ? 1 : 0;
+    const edits = editsBetween(name, candidate);
+    if (edits <= allowed && edits < fewest) [closest, fewest] = [candidate, edits];
+  }
+  return closest;
+}
+
+/**
+ * Damerau–Levenshtein distance (optimal string alignment), or 3 when the lengths alone say it
+ * is more than 2: no caller needs to tell 3 edits from 30.
+ */
+function editsBetween(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  const row = (length: number) => Array.from({ length: length + 1 }, () => 0);
+  let before = row(b.length);
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = row(b.length);
+    current[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const changed = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        (previous[j - 1] as number) + changed,
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, (before[j - 2] as number) + 1);
+      }
+      current[j] = best;
+    }
+    before = previous;
+    previous = current;
+  }
+  return previous[b.length] as number;
+}
+
+/**
+ * A zod field for a URL setting of one of `schemes` (`smtp`, `smtps`), refused with `reason`
+ * unless it starts `<scheme>://` and parses as a URL: a malformed one fails at start, naming its
+ * variable, not later in the client that reads it. PostgreSQL's `user:pass@/db?host=/socket`
+ * (no host name) is taken too, as the pg client takes it.
+ *
+ * @example
+ * const schema = z.object({ SMTP_URL: urlSetting(["smtp", "smtps"], "must be an smtp:// URL").optional() });
+ */
+export function urlSetting(schemes: readonly string[], reason: string) {
+  return z.string().refine((value) => {
+    if (!schemes.some((scheme) => value.startsWith(`${scheme}://`))) return false;
+    return URL.canParse(value.replace("@/", "@localhost/"));
+  }, reason);
+}
+
+/**
+ * Development on loopback: a public URL of plain http on a loopback host (`localhost`,
+ * `*.localhost`, 127.0.0.0/8, `[::1]`) can only be reached from its own machine. Only there may a
+ * service do what would be unsafe on a server others reach, such as writing sign-in codes to its
+ * log.
+ */
+export function isLocalDevelopment(publicUrl: string): boolean {
+  const url = URL.parse(publicUrl);
+  if (url?.protocol !== "http:") return false;
+  return (
+    url.hostname === "localhost" ||
+    url.hostname.endsWith(".localhost") ||
+    url.hostname === "[::1]" ||
+    /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
+  );
+}
+
+/**
+ * Makes DATA_DIR if it is missing and checks that it is a directory this process can write, or
+ * says why not as `DATA_DIR <path>: <reason>`.
+ *
+ * The missing folders are made one by one from the nearest one that exists, never with
+ * `mkdirSync(path, { recursive: true })`: Node's recursive mkdir steps back to the parent on
+ * ENOENT and forward again once the parent is a directory, so where mkdir answers ENOENT in a
+ * directory that exists (`/proc/nope`, a stale mount) it loops forever at 100 % of a core.
+ */
+export function ensureDataDir(path: string): { ok: true } | { ok: false; error: string } {
+  const refuse = (reason: string) => ({ ok: false as const, error: `DATA_DIR ${path}: ${reason}` });
+  const missing: string[] = [];
+  let at = resolve(path);
+  try {
+    let found = statOf(at);
+    while (!found && dirname(at) !== at) {
+      missing.unshift(at);
+      at = dirname(at);
+      found = statOf(at);
+    }
+    if (found && !found.isDirectory()) {
+      return refuse(at === resolve(path) ? "not a directory" : `${at} is not a directory`);
+    }
+    for (const folder of missing) {
+      try {
+        mkdirSync(folder, { mode: 0o700 });
+      } catch (error) {
+        // Made by a process starting beside this one: fine, if it is a directory.
+        if (!statOf(folder)?.isDirectory()) {
+          return refuse(`cannot create ${folder}: ${reasonOf(error)}`);
+        }
+      }
+    }
+    accessSync(path, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    return refuse(`not usable: ${reasonOf(error)}`);
+  }
+  return { ok: true };
+}
+
+function statOf(path: string): Stats | undefined {
+  return statSync(path, { throwIfNoEntry: false });
+}
+
+/** "permission denied (EACCES)": the system's words, without the path Node's message repeats. */
+function reasonOf(error: unknown): string {
+  const { errno, code } = error as NodeJS.ErrnoException;
+  if (typeof errno !== "number" || !code) return String(error);
+  return `${getSystemErrorMessage(errno)} (${code})`;
+}

@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+
+/**
+ * What can be checked of the deploy recipe on a machine without a container daemon
+ * (docs/operations.md, "Deploying"): the compose file parses and holds together, every command it
+ * runs is a real entrypoint of this repository, and the image builds the production install and
+ * runs as an unprivileged user. (`.ci/run` also runs the production install itself.)
+ */
+const root = join(import.meta.dirname, "..", "..");
+const PYTHON = process.env.PYTHON || "/usr/bin/python3";
+
+interface ComposeService {
+  image?: string;
+  build?: string;
+  command?: string[];
+  environment?: Record<string, string>;
+  secrets?: string[];
+  depends_on?: Record<string, { condition: string }> | string[];
+  volumes?: string[];
+}
+
+function readCompose(): {
+  services: Record<string, ComposeService>;
+  secrets: Record<string, { file: string }>;
+} {
+  // Debian's python3-yaml (ensure-test-tools installs it): YAML anchors and merge keys resolved
+  // as Compose resolves them.
+  const json = execFileSync(
+    PYTHON,
+    [
+      "-c",
+      "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+      join(root, "compose.yaml"),
+    ],
+    { encoding: "utf8" },
+  );
+  return JSON.parse(json);
+}
+
+describe("the deploy recipe", () => {
+  it("runs two identity instances, the notes API, PostgreSQL, Redis and a load balancer, migrated first by jobs of their own", () => {
+    const { services, secrets } = readCompose();
+    for (const name of ["postgres", "redis", "lb", "notes", "identity-1", "identity-2"]) {
+      assert.ok(services[name], `service ${name}`);
+    }
+    const identities = ["identity-1", "identity-2"].map((name) => services[name]);
+    for (const identity of identities) {
+      assert.deepEqual(identity?.depends_on, {
+        "migrate-identity": { condition: "service_completed_successfully" },
+        redis: { condition: "service_started" },
+      });
+      assert.equal(identity?.environment?.MIGRATE_ON_START, "false", "instances never migrate");
+      assert.equal(identity?.environment?.AGENTPASS_SECRET_FILE, "/run/secrets/agentpass-secret");
+      assert.equal(identity?.environment?.AGENTPASS_SECRET, undefined, "no secret in the file");
+    }
+    assert.deepEqual(services["migrate-identity"]?.command, [
+      "node",
+      "apps/identity/src/bin.ts",
+      "migrate",
+    ]);
+    assert.deepEqual(services.notes?.depends_on, {
+      "migrate-notes": { condition: "service_completed_successfully" },
+    });
+    for (const secret of Object.values(secrets)) {
+      assert.match(secret.file, /^\.\/secrets\//, "secrets live in an ignored folder");
+    }
+    assert.ok(readFileSync(join(root, ".gitignore"), "utf8").includes("secrets/"));
+  });
+
+  it("runs only entrypoints this repository has, and balances over both identity instances", () => {
+    const { services } = readCompose();
+    for (const [name, service] of Object.entries(services)) {
+      if (!service.command) continue;
+      const script = service.command.find((part) => part.endsWith(".ts"));
+      assert.ok(script && existsSync(join(root, script)), `${name} runs ${script}`);
+    }
+    const balancer = readFileSync(join(root, "deploy", "haproxy.cfg"), "utf8");
+    assert.match(balancer, /server identity-1 identity-1:4000/);
+    assert.match(balancer, /server identity-2 identity-2:4000/);
+    assert.match(balancer, /option httpchk GET \/readyz/);
+    for (const volume of services.lb?.volumes ?? []) {
+      const source = volume.split(":")[0] as string;
+      assert.ok(existsSync(join(root, source)), `the balancer mounts ${source}`);
+    }
+  });
+
+  it("builds the production install on Node 24 and runs as an unprivileged user", () => {
+    const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+    const stages = dockerfile.match(/^FROM .*/gm) ?? [];
+    assert.ok(stages.length >= 2, "multi-stage");
+    for (const stage of stages) assert.match(stage, /^FROM node:24[-\w.]*( AS \w+)?$/);
+    assert.match(dockerfile, /RUN npm ci --omit=dev/);
+    assert.match(dockerfile, /^USER node$/m);
+    const command = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
+    assert.ok(command);
+    const script = (JSON.parse(command) as string[]).find((part) => part.endsWith(".ts"));
+    assert.ok(script && existsSync(join(root, script)));
+  });
+});
