@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { createServer, get, type Server } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -61,6 +61,42 @@ function canConnect(url: string): Promise<boolean> {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A GET on a connection of its own (no pooled socket): refused if the listener is closed. */
+function getOnNewConnection(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false }, (response) => {
+      let body = "";
+      response.on("data", (chunk) => {
+        body += chunk;
+      });
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+    }).once("error", reject);
+  });
+}
+
+/**
+ * SIGTERM with a drain: `/readyz` turns 503 while the listener still accepts, a request started
+ * then is answered, and the process exits 0 after. The drain is long enough that a busy machine
+ * polls within it; nothing asserts how long anything took.
+ */
+async function checkDrainingStop(service: ReturnType<typeof serve>) {
+  const url = await service.url;
+  assert.equal((await getOnNewConnection(`${url}/readyz`)).status, 200);
+  service.child.kill("SIGTERM");
+  let ready = await getOnNewConnection(`${url}/readyz`);
+  while (ready.status === 200) ready = await getOnNewConnection(`${url}/readyz`);
+  assert.equal(ready.status, 503);
+  assert.deepEqual(JSON.parse(ready.body), { ok: false, database: true, reason: "shutting_down" });
+  const during = await getOnNewConnection(`${url}/healthz`);
+  assert.equal(during.status, 200, "a request started during the drain is answered");
+  const { code } = await service.exited;
+  assert.equal(code, 0);
+  assert.equal(await canConnect(url), false);
+}
+
+/** Long enough for a loaded machine to poll within it; the test waits for events, not for it. */
+const DRAIN_MS = "5000";
+
 /** SIGTERM in the middle of a request: it is answered whole, new ones are refused, exit 0. */
 async function checkGracefulStop(
   service: ReturnType<typeof serve>,
@@ -110,6 +146,12 @@ describe("graceful shutdown on SIGTERM", () => {
     await checkGracefulStop(service, slow, /^HTTP\/1\.1 401 /);
   });
 
+  it("identity service: /readyz answers 503 first, then it drains for SHUTDOWN_DRAIN_MS, then exits 0", async () => {
+    await checkDrainingStop(
+      serve("apps/identity/src/bin.ts", { DATA_DIR: tempDir(), SHUTDOWN_DRAIN_MS: DRAIN_MS }),
+    );
+  });
+
   describe("notes API", () => {
     let slowIdentity: Server;
     let identityUrl = "";
@@ -143,6 +185,17 @@ describe("graceful shutdown on SIGTERM", () => {
         0,
       );
       await checkGracefulStop(service, slow, /^HTTP\/1\.1 401 /);
+    });
+
+    it("/readyz answers 503 first, then it drains for SHUTDOWN_DRAIN_MS, then exits 0", async () => {
+      await checkDrainingStop(
+        serve("apps/notes/src/bin.ts", {
+          DATA_DIR: tempDir(),
+          AGENTPASS_URL: identityUrl,
+          AGENTPASS_PARTNER_KEY: `apk_${"b".repeat(38)}`,
+          SHUTDOWN_DRAIN_MS: DRAIN_MS,
+        }),
+      );
     });
   });
 });

@@ -375,15 +375,17 @@ async function serveForever(config: Parameters<typeof openIdentityService>[0]): 
     port: config.port,
     host: config.host,
     maxConnections: config.maxConnections,
+    drainMs: config.shutdownDrainMs,
   });
   service.logger.info(
     { url: server.url, engine: config.databaseUrl ? "postgres" : "sqlite" },
     "identity service listening",
   );
   const stop = () => {
-    service.logger.info("shutting down");
+    service.logger.info({ drainMs: config.shutdownDrainMs }, "shutting down");
     server.close().then(() => process.exit(0));
-    setTimeout(() => process.exit(1), 10_000).unref();
+    // In-flight requests get 10 s once the drain ends.
+    setTimeout(() => process.exit(1), config.shutdownDrainMs + 10_000).unref();
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
 import {
+  DEFAULT_DRAIN_MS,
   ensureDataDir,
   isLocalDevelopment,
   LOOPBACK_HOSTS,
@@ -44,6 +45,11 @@ const ConfigSchema = z.object({
       return trust;
     })
     .optional(),
+  /**
+   * Milliseconds a stopping server keeps serving after /readyz turned 503, so the load balancer
+   * takes it out first. Unset: 5000, or 0 in development (PUBLIC_URL http on a loopback host).
+   */
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(120_000).optional(),
   /** Open connections past which new ones are dropped; unset: no cap. */
   MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).optional(),
   /** `/metrics` answers `Authorization: Bearer <this>` from anywhere; unset: loopback clients only. */
@@ -135,6 +141,8 @@ export interface Config extends DatabaseSettings {
   host: string | readonly string[] | undefined;
   trustProxy: TrustProxy;
   maxConnections: number | undefined;
+  /** SHUTDOWN_DRAIN_MS, or its default (`ServerOptions.drainMs`). */
+  shutdownDrainMs: number;
   /** METRICS_TOKEN; unset: `/metrics` answers loopback clients only. */
   metricsToken: string | undefined;
   dataDir: string;
@@ -218,6 +226,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       host: values.HOST ?? (values.PUBLIC_URL ? undefined : LOOPBACK_HOSTS),
       trustProxy: values.TRUST_PROXY ?? "none",
       maxConnections: values.MAX_CONNECTIONS,
+      shutdownDrainMs:
+        values.SHUTDOWN_DRAIN_MS ?? (isLocalDevelopment(publicUrl) ? 0 : DEFAULT_DRAIN_MS),
       metricsToken: values.METRICS_TOKEN,
       dataDir: values.DATA_DIR,
       databaseUrl: values.DATABASE_URL,

@@ -56,6 +56,8 @@ export interface IdentityService {
    */
   database: OpenedDatabase<IdentityDatabase>;
   logger: Logger;
+  /** `/readyz` answers 503 `shutting_down` from now on (`startServer`'s close calls it). */
+  beginDrain(): void;
   /** Flushes pending key-use times and closes the database. */
   close(): Promise<void>;
 }
@@ -138,8 +140,10 @@ export async function openIdentityService(
       pool: () => readPoolStats(database),
       cacheLookups: () => ctx.store.keyCacheLookups,
     });
+    let draining = false;
     const { listener, endpoints } = createApp({
       ctx,
+      notReady: () => (draining ? "shutting_down" : null),
       logger,
       publicUrl: config.publicUrl,
       mailer,
@@ -157,6 +161,9 @@ export async function openIdentityService(
       ctx,
       database,
       logger,
+      beginDrain: () => {
+        draining = true;
+      },
       close: async () => {
         await loopback.close();
         await purges.stop();

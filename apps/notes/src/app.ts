@@ -5,6 +5,7 @@ import {
   createServiceMetrics,
   defineEndpoint,
   type Endpoint,
+  healthEndpoints,
   type Listener,
   type ServiceMetrics,
   type TrustProxy,
@@ -56,6 +57,11 @@ export function createNotesApi(
     agentpassUrl: string;
     trustProxy?: TrustProxy;
     metrics?: ServiceMetrics;
+    /**
+     * Why `/readyz` fails though the database answers (`shutting_down`, `partner_key_revoked`,
+     * …); unset: never.
+     */
+    notReady?: () => string | null;
   },
 ): { listener: Listener; endpoints: Endpoint[] } {
   const { publicUrl } = options;
@@ -69,7 +75,7 @@ export function createNotesApi(
     ...tagEndpoints(ctx, verified),
     mcpEndpoint(ctx, { publicUrl, logger: options.logger, authenticate: bound }),
     ...protectedResourceEndpoints({ publicUrl, agentpassUrl: options.agentpassUrl }),
-    ...healthEndpoints(ctx),
+    ...healthEndpoints(() => sql`SELECT 1`.execute(ctx.store.db), options.notReady ?? (() => null)),
   ];
   const endpoints = [
     ...api,
@@ -182,57 +188,4 @@ function indexEndpoint(api: () => Endpoint[]): Endpoint {
 function authOf(endpoint: Endpoint): string {
   const scheme = Object.keys(endpoint.operation.security?.[0] ?? {})[0];
   return scheme === undefined ? "none" : (AUTH_BY_SCHEME[scheme] ?? scheme);
-}
-
-/** Liveness (the process answers) and readiness (its database answers too). */
-function healthEndpoints(ctx: NotesContext): Endpoint[] {
-  return [
-    defineEndpoint({
-      method: "GET",
-      path: "/healthz",
-      operation: {
-        operationId: "liveness",
-        summary: "Liveness: the process answers",
-        security: [],
-        responses: {
-          "200": {
-            description: "Up",
-            content: { "application/json": { schema: z.object({ ok: z.boolean() }) } },
-          },
-        },
-      },
-      handle: () => ({ status: 200, body: { ok: true } }),
-    }),
-    defineEndpoint({
-      method: "GET",
-      path: "/readyz",
-      operation: {
-        operationId: "readiness",
-        summary: "Readiness: the database answers",
-        security: [],
-        responses: {
-          "200": {
-            description: "Ready",
-            content: {
-              "application/json": {
-                schema: z.object({ ok: z.boolean(), database: z.boolean() }),
-              },
-            },
-          },
-        },
-      },
-      async handle() {
-        try {
-          await sql`SELECT 1`.execute(ctx.store.db);
-          return { status: 200, body: { ok: true, database: true } };
-        } catch {
-          return {
-            status: 503,
-            body: { ok: false, database: false },
-            headers: { "Retry-After": "5" },
-          };
-        }
-      },
-    }),
-  ];
 }

@@ -143,11 +143,16 @@ async function confirm(question: string): Promise<boolean> {
 
 async function serve(config: NotesConfig): Promise<void> {
   const service = await openNotesService(config);
-  const server = await startServer(service, { port: config.port, host: config.host });
+  const server = await startServer(service, {
+    port: config.port,
+    host: config.host,
+    drainMs: config.shutdownDrainMs,
+  });
   service.logger.info({ url: server.url, agentpass: config.agentpassUrl }, "notes API listening");
   const stop = () => {
     server.close().then(() => process.exit(0));
-    setTimeout(() => process.exit(1), 10_000).unref();
+    // In-flight requests get 10 s once the drain ends.
+    setTimeout(() => process.exit(1), config.shutdownDrainMs + 10_000).unref();
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);

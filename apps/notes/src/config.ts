@@ -1,7 +1,14 @@
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
-import { ensureDataDir, LOOPBACK_HOSTS, readEnvironment, urlSetting } from "@agentpass/http";
+import {
+  DEFAULT_DRAIN_MS,
+  ensureDataDir,
+  isLocalDevelopment,
+  LOOPBACK_HOSTS,
+  readEnvironment,
+  urlSetting,
+} from "@agentpass/http";
 import { z } from "zod";
 import { DEFAULT_NOTES_LIMITS, type NotesLimits } from "./store/limits.ts";
 
@@ -17,6 +24,11 @@ const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4001),
   /** Interface to listen on; unset: every interface, or the loopback ones without PUBLIC_URL. */
   HOST: z.string().min(1).optional(),
+  /**
+   * Milliseconds a stopping server keeps serving after /readyz turned 503, so the load balancer
+   * takes it out first. Unset: 5000, or 0 in development (PUBLIC_URL http on a loopback host).
+   */
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(120_000).optional(),
   DATA_DIR: z.string().min(1).default(DEFAULT_DATA_DIR),
   DATABASE_URL: urlSetting(
     ["postgres", "postgresql"],
@@ -79,6 +91,8 @@ export interface NotesConfig extends DatabaseSettings {
   port: number;
   /** Where to listen (`ServerOptions.host`); unset: every interface. */
   host: string | readonly string[] | undefined;
+  /** SHUTDOWN_DRAIN_MS, or its default (`ServerOptions.drainMs`). */
+  shutdownDrainMs: number;
   dataDir: string;
   databaseUrl: string | undefined;
   agentpassUrl: string;
@@ -115,6 +129,7 @@ export function loadNotesConfig(
   const read = readEnvironment(ConfigSchema, env, SECRET_VARIABLES);
   if (!read.ok) return read;
   const { values: v, warnings } = read;
+  const publicUrl = (v.PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/+$/, "");
   if (!v.DATABASE_URL) {
     const dataDir = ensureDataDir(v.DATA_DIR);
     if (!dataDir.ok) return dataDir;
@@ -125,6 +140,8 @@ export function loadNotesConfig(
     config: {
       port: v.PORT,
       host: v.HOST ?? (v.PUBLIC_URL ? undefined : LOOPBACK_HOSTS),
+      shutdownDrainMs:
+        v.SHUTDOWN_DRAIN_MS ?? (isLocalDevelopment(publicUrl) ? 0 : DEFAULT_DRAIN_MS),
       dataDir: v.DATA_DIR,
       databaseUrl: v.DATABASE_URL,
       ...toDatabaseSettings(v),
@@ -137,7 +154,7 @@ export function loadNotesConfig(
         maxNotesPerUser: v.MAX_NOTES_PER_USER,
         maxTextBytesPerUser: v.MAX_TEXT_BYTES_PER_USER,
       },
-      publicUrl: (v.PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/+$/, ""),
+      publicUrl,
       logLevel: v.LOG_LEVEL,
       metricsToken: v.METRICS_TOKEN,
     },

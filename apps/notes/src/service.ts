@@ -14,6 +14,7 @@ import pino, { type Logger } from "pino";
 import { createNotesApi } from "./app.ts";
 import type { NotesConfig } from "./config.ts";
 import type { NotesContext } from "./context.ts";
+import { watchPartnerKey } from "./partner-key-watch.ts";
 import { notesMigrations } from "./store/migrations.ts";
 import type { NotesDatabase } from "./store/schema.ts";
 import { createNotesStore } from "./store/store.ts";
@@ -49,6 +50,8 @@ export interface NotesService {
   request: LoopbackRequest;
   ctx: NotesContext;
   logger: Logger;
+  /** `/readyz` answers 503 `shutting_down` from now on (`startServer`'s close calls it). */
+  beginDrain(): void;
   close(): Promise<void>;
 }
 
@@ -111,23 +114,28 @@ export async function openNotesService(
       logger.warn("AGENTPASS_PARTNER_KEY is not set: every authenticated call will answer 503");
     }
     const clock = options.clock ?? Date.now;
-    const ctx: NotesContext = {
-      store: createNotesStore(database, config.limits),
-      clock,
-      canonicalEmails: new LRUCache({ max: 10_000 }),
-      reportUnavailable: createUnavailableLog(logger, Date.now),
-      verifier:
-        options.verifier ??
-        (config.partnerKey
-          ? createVerifier({
+    // Readiness fails while AgentPass refuses our partner key: every authenticated call would.
+    const watched = options.verifier
+      ? watchPartnerKey(options.verifier)
+      : config.partnerKey
+        ? watchPartnerKey(
+            createVerifier({
               partnerKey: config.partnerKey,
               apiUrl: config.agentpassUrl,
               timeoutMs: config.agentpassTimeoutMs,
               cacheTtlMs: VERIFY_CACHE_MS,
               now: clock,
               onError: (fault) => logger.error({ code: fault.code }, fault.message),
-            })
-          : WITHOUT_PARTNER_KEY),
+            }),
+          )
+        : watchPartnerKey(WITHOUT_PARTNER_KEY, "partner_key_missing");
+    let draining = false;
+    const ctx: NotesContext = {
+      store: createNotesStore(database, config.limits),
+      clock,
+      canonicalEmails: new LRUCache({ max: 10_000 }),
+      reportUnavailable: createUnavailableLog(logger, Date.now),
+      verifier: watched.verifier,
     };
     const metrics = createServiceMetrics({ token: config.metricsToken });
     addDatabaseMetrics(metrics, {
@@ -139,6 +147,7 @@ export async function openNotesService(
       publicUrl: config.publicUrl,
       agentpassUrl: config.agentpassUrl,
       metrics,
+      notReady: () => (draining ? "shutting_down" : watched.partnerKeyRefused()),
     });
     const loopback = createLoopbackClient(listener);
     return {
@@ -147,6 +156,9 @@ export async function openNotesService(
       request: loopback.request,
       ctx,
       logger,
+      beginDrain: () => {
+        draining = true;
+      },
       close: async () => {
         await loopback.close();
         await database.close();

@@ -24,6 +24,7 @@ export {
   type RefusedRequest,
 } from "./endpoint.ts";
 export { ensureDataDir, isLocalDevelopment, readEnvironment, urlSetting } from "./env-check.ts";
+export { healthEndpoints } from "./health.ts";
 export {
   answerError,
   type BearerCredential,
@@ -49,6 +50,7 @@ export {
 export { buildOpenApiDocument, type DocumentedRoute, RATE_LIMIT_HEADERS } from "./openapi.ts";
 export { type JsonBody, readIncomingJson, readIncomingText } from "./read-body.ts";
 export {
+  DEFAULT_DRAIN_MS,
   LOOPBACK_HOSTS,
   type RunningServer,
   type ServableService,

@@ -6,6 +6,11 @@ import type { Listener } from "./api-router.ts";
 /** A service as the server needs it: what answers its requests, and a way to close what it holds. */
 export interface ServableService {
   listener: Listener;
+  /**
+   * Makes `/readyz` answer 503 from now on: the server is about to stop, and a load balancer
+   * must take this instance out before its listener closes.
+   */
+  beginDrain?(): void;
   close(): Promise<void>;
 }
 
@@ -13,7 +18,10 @@ export interface RunningServer {
   /** e.g. http://127.0.0.1:4000 */
   url: string;
   port: number;
-  /** Stops accepting connections, lets in-flight requests finish, then closes the service. */
+  /**
+   * Marks the service not ready (`beginDrain`), keeps serving for `drainMs`, then stops accepting
+   * connections, lets in-flight requests finish, and closes the service.
+   */
   close(): Promise<void>;
 }
 
@@ -36,6 +44,13 @@ export const SOCKET_LIMITS = {
  */
 export const LOOPBACK_HOSTS: readonly string[] = ["127.0.0.1", "::1"];
 
+/**
+ * How long a stopping server keeps serving after `/readyz` turned 503 (SHUTDOWN_DRAIN_MS in
+ * production): a load balancer checking every few seconds must see it and stop sending before
+ * the listener closes, or the requests it sends meanwhile are refused. Development waits 0.
+ */
+export const DEFAULT_DRAIN_MS = 5_000;
+
 export interface ServerOptions {
   port: number;
   /**
@@ -47,6 +62,8 @@ export interface ServerOptions {
   maxConnections?: number | undefined;
   /** Overrides of `SOCKET_LIMITS` (tests use short ones). */
   limits?: Partial<typeof SOCKET_LIMITS>;
+  /** How long `close` keeps serving once readiness failed (SHUTDOWN_DRAIN_MS); unset: 0. */
+  drainMs?: number | undefined;
 }
 
 /** Serves a service over HTTP on `port` (0 picks a free one). */
@@ -63,6 +80,8 @@ export async function startServer(
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
     port,
     close: async () => {
+      service.beginDrain?.();
+      if (options.drainMs) await new Promise((done) => setTimeout(done, options.drainMs));
       await Promise.all(
         servers.map(
           (server) =>

@@ -44,6 +44,12 @@ export interface SealingKeyRing {
   open(token: string): SessionClaims | null;
   /** The keys, newest first, without their secrets. */
   list(): SealingKeyInfo[];
+  /**
+   * Ids of the stored keys that did not unwrap under this instance's secret when it last read
+   * them: made by an instance under another secret. Tokens they seal fail here, so the instance
+   * is not ready (`/readyz`) until it restarts with that secret.
+   */
+  keysNotUnwrapped(): readonly string[];
   /** Adds a key that seals from then on; every instance takes it up on its next request. */
   rotate(): Promise<KeyChange<{ id: string }>>;
   /**
@@ -99,7 +105,12 @@ export async function loadSealingKeys(
       createdAt: null,
     }));
     const fromEnv = async () => ({ ok: false, code: "KEYS_FROM_ENV" }) as const;
-    return createRing(entries, { source: "env", rotate: fromEnv, rewrap: fromEnv });
+    return createRing(entries, {
+      source: "env",
+      rotate: fromEnv,
+      rewrap: fromEnv,
+      keysNotUnwrapped: () => [],
+    });
   }
   return loadStoredKeys(store, config, clock, logger);
 }
@@ -148,19 +159,24 @@ async function loadStoredKeys(
   const entries = rows.map((row) => ({ key: unwrap(row) ?? refuse(), createdAt: row.createdAt }));
 
   const skipped = new Set<string>();
+  let notUnwrapped: readonly string[] = [];
   /** Re-reads the keys when the database may have changed; unwraps only ids it does not know. */
   async function reload(): Promise<void> {
     const next: RingEntry[] = [];
+    const failed: string[] = [];
     for (const row of await store.listSealingKeys()) {
       const key = unwrap(row);
       if (key) next.push({ key, createdAt: row.createdAt });
-      else if (!skipped.has(row.id)) {
+      else {
         // Added by an instance with another secret, or left in clear: never trusted, and a
-        // request must not fail for it.
+        // request must not fail for it; readiness fails instead (`keysNotUnwrapped`).
+        failed.push(row.id);
+        if (skipped.has(row.id)) continue;
         skipped.add(row.id);
         logger.error({ sealingKeyId: row.id }, "sealing key does not unwrap under this secret");
       }
     }
+    notUnwrapped = failed;
     if (next.length > 0 && !sameKeys(ring.entries(), next)) ring.install(next);
   }
 
@@ -204,7 +220,12 @@ async function loadStoredKeys(
     return { ok: true, count: keys.length, secretFile: staged ? secretFile : null } as const;
   }
 
-  const ring = createRing(entries, { source: "database", rotate, rewrap });
+  const ring = createRing(entries, {
+    source: "database",
+    rotate,
+    rewrap,
+    keysNotUnwrapped: () => notUnwrapped,
+  });
   store.onKeysChanged(reload);
   return ring;
 }
@@ -212,7 +233,7 @@ async function loadStoredKeys(
 /** A ring over `entries` (newest first), which `install` replaces. */
 function createRing(
   initial: RingEntry[],
-  changes: Pick<SealingKeyRing, "source" | "rotate" | "rewrap">,
+  changes: Pick<SealingKeyRing, "source" | "rotate" | "rewrap" | "keysNotUnwrapped">,
 ): SealingKeyRing & { entries(): readonly RingEntry[]; install(entries: RingEntry[]): void } {
   let entries: RingEntry[] = [];
   let byId = new Map<string, SealingKey>();

@@ -5,6 +5,7 @@ import {
   createApiListener,
   createServiceMetrics,
   type Endpoint,
+  healthEndpoints,
   isLocalDevelopment,
   type Listener,
   type Page,
@@ -27,7 +28,6 @@ import type { Mailer } from "../infra/mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "../infra/rate-limit.ts";
 import { deviceEndpoints } from "./api/device.ts";
 import { directoryEndpoint } from "./api/directory.ts";
-import { healthEndpoints } from "./api/health.ts";
 import { oauthEndpoints } from "./api/oauth/index.ts";
 import { sessionTokensEndpoint } from "./api/session-tokens.ts";
 import { verifyEndpoint } from "./api/verify.ts";
@@ -43,8 +43,18 @@ import { assetRoutes } from "./web/assets.ts";
 import { renderPageError } from "./web/error-page.ts";
 import { createWebGuard } from "./web/guard.ts";
 
+/**
+ * Why the service is not ready though its database answers (`/readyz`). `shutting_down`: it got
+ * SIGTERM and drains. `sealing_key_unwrap_failed`: the database holds a sealing key this
+ * instance's secret does not unwrap (made by an instance under another secret), so the tokens
+ * it seals fail here.
+ */
+export type NotReadyReason = "shutting_down" | "sealing_key_unwrap_failed";
+
 export interface AppOptions {
   ctx: IdentityContext;
+  /** Why `/readyz` fails though the database answers (a draining server); unset: never. */
+  notReady?: () => NotReadyReason | null;
   logger: Logger;
   publicUrl: string;
   mailer: Mailer;
@@ -131,7 +141,14 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
         registrationsPerIp: limiter("clientRegistrationsPerIp"),
       },
     ),
-    ...healthEndpoints(() => ctx.store.ping()),
+    ...healthEndpoints(
+      // The change check re-reads the sealing keys when they changed: readiness sees a key
+      // another secret made without waiting for a verify to fail on it.
+      () => ctx.store.ping().then(() => ctx.store.beginHotRead()),
+      () =>
+        options.notReady?.() ??
+        (ctx.sealingKeys.keysNotUnwrapped().length > 0 ? "sealing_key_unwrap_failed" : null),
+    ),
   ];
   const endpoints = [
     ...api,

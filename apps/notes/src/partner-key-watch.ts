@@ -1,0 +1,41 @@
+import type { Verifier } from "@agentpass/verify";
+
+/** A verifier that also remembers whether AgentPass refused our partner key on its last answer. */
+export interface WatchedVerifier {
+  verifier: Verifier;
+  /**
+   * The code AgentPass refused the partner key with (`partner_key_revoked`, …), from the last
+   * answer that said anything of it; null once an answer shows the key accepted. While it is
+   * set every authenticated call answers 503, so the instance is not ready.
+   */
+  partnerKeyRefused(): string | null;
+}
+
+/**
+ * Watches the answers of `verifier`: a `partner_key_*` code refuses the key; a success, or an
+ * answer about the token (a 2xx–4xx that names no partner key), accepts it again. No answer at
+ * all (AgentPass unreachable, a 5xx) says nothing of the key and changes nothing. `refused` is
+ * the state at start (`partner_key_missing` when no key is configured).
+ */
+export function watchPartnerKey(
+  verifier: Verifier,
+  refused: string | null = null,
+): WatchedVerifier {
+  let refusedWith = refused;
+  const note = <T extends { ok: boolean; status: number; code?: string }>(result: T): T => {
+    const code = result.ok ? undefined : result.code;
+    if (code?.startsWith("partner_key_")) refusedWith = code;
+    else if (result.ok || (result.status >= 200 && result.status < 500)) refusedWith = null;
+    return result;
+  };
+  const { introspect } = verifier;
+  return {
+    verifier: {
+      verify: async (token, context) => note(await verifier.verify(token, context)),
+      ...(introspect && {
+        introspect: async (token, context) => note(await introspect.call(verifier, token, context)),
+      }),
+    },
+    partnerKeyRefused: () => refusedWith,
+  };
+}
