@@ -96,3 +96,14 @@ export function median(rounds: Measurement[]): Measurement {
     errors: rounds.reduce((sum, m) => sum + m.errors, 0),
   };
 }
+
+/**
+ * The p50, p99 and max of latencies in ms, to 0.1 ms, for a bound measured without autocannon
+ * (search-bound.ts), whose own latencies are well under a millisecond's rounding.
+ */
+export function latencySummary(latenciesMs: number[]): Pick<Measurement, "p50" | "p99" | "max"> {
+  const sorted = [...latenciesMs].sort((a, b) => a - b);
+  const at = (share: number) =>
+    Math.round((sorted[Math.max(0, Math.ceil(share * sorted.length) - 1)] ?? Number.NaN) * 10) / 10;
+  return { p50: at(0.5), p99: at(0.99), max: at(1) };
+}

@@ -14,7 +14,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type Measurement, measure, median, medianOf, probe, type Scenario } from "./measure.ts";
 import { printTable } from "./report.ts";
-import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
+import { BENCH_SEARCH, openSearchBound, type SearchBound } from "./search-bound.ts";
+import { seedNotes } from "./seed-notes.ts";
 import {
   createBenchDatabases,
   NODE_FLAGS,
@@ -24,7 +25,7 @@ import {
   startServer,
   warmCompileCache,
 } from "./servers.ts";
-import { judgeTargets, printTargets } from "./targets.ts";
+import { judgeTargets, printTargets, ratioText } from "./targets.ts";
 
 const { values } = parseArgs({
   options: {
@@ -44,6 +45,13 @@ const noteCount = smoke ? 500 : Number(values.notes);
 const only = values.only?.split(",");
 /** The standard peer's scenario: RFC 7662 introspection on oidc-provider. */
 const PEER = "oidc-provider introspection (peer)";
+/** The bench's search, judged against its database's bound (search-bound.ts). */
+const SEARCH = "notes-search";
+const searchUrl = (base: string) =>
+  `${base}/api/notes?search=${BENCH_SEARCH.search}&limit=${BENCH_SEARCH.limit}`;
+/** Whether the run measures the scenario `name` (`--only`; the ceilings always run). */
+const selected = (name: string) =>
+  name.startsWith("ceiling") || !only || only.some((prefix) => name.startsWith(prefix));
 /**
  * Before round 1 every scenario runs this long under load, unrecorded, so round 1 measures code
  * the JIT has compiled, as the later rounds do (without it, the first round of most identity
@@ -70,6 +78,7 @@ const identityEnv = {
   BAD_KEYS_PER_MINUTE: "1000000000",
 };
 let failed = false;
+let bound: SearchBound | undefined;
 
 try {
   console.error(
@@ -120,7 +129,7 @@ try {
     MAX_TEXT_BYTES_PER_USER: String(10 * 1024 ** 3),
   };
   console.error(`bench: seeding ${noteCount} notes`);
-  await seedNotes(
+  const userId = await seedNotes(
     { databaseUrl: databases.notes, dataDir: notesEnv.DATA_DIR },
     "bench-user@example.com",
     noteCount,
@@ -136,6 +145,7 @@ try {
     notesEnv,
   );
   const oidc = await start("oidc-provider", ["bench/oidc-peer.ts"], {});
+  if (selected(SEARCH)) bound = await openSearchBound(notesEnv, userId);
 
   const mint = async (key = userKey) => {
     const response = await fetch(`${identity.url}/api/session-tokens`, {
@@ -255,9 +265,9 @@ try {
         expect: 200,
       },
       {
-        name: "notes-search",
+        name: SEARCH,
         pid: notes.pid,
-        url: `${notes.url}/api/notes?search=${SEARCH_TERM}&limit=20`,
+        url: searchUrl(notes.url),
         method: "GET",
         headers: { "x-session-token": token },
         expect: 200,
@@ -267,7 +277,7 @@ try {
         // behind the others on the service's one thread, and p99 measures that queue.
         name: "notes-search, 1 connection",
         pid: notes.pid,
-        url: `${notes.url}/api/notes?search=${SEARCH_TERM}&limit=20`,
+        url: searchUrl(notes.url),
         method: "GET",
         headers: { "x-session-token": token },
         expect: 200,
@@ -283,12 +293,7 @@ try {
         expect: 201,
       },
     ];
-    return list.filter(
-      (scenario) =>
-        scenario.name.startsWith("ceiling") ||
-        !only ||
-        only.some((name) => scenario.name.startsWith(name)),
-    );
+    return list.filter((scenario) => selected(scenario.name));
   };
 
   const results = new Map<string, Measurement[]>();
@@ -298,10 +303,21 @@ try {
   const answerBytes = new Map<string, number>();
   /** Scenario name → its own connection count, for those not measured at the run's. */
   const scenarioConnections = new Map<string, number>();
+  /**
+   * The rates the targets take over another's than a ceiling's, round by round as the ceiling
+   * ratios are: each target's name in `judgeTargets`, the scenario and the rate it is taken over.
+   */
+  const comparisons = {
+    verifyOverPeer: ["verify-valid", PEER],
+    introspectionOverPeer: ["introspect", PEER],
+    searchOverBound: [SEARCH, bound?.name],
+  } as const;
+  const compared = new Map<keyof typeof comparisons, number[]>();
   if (!smoke) {
     for (const scenario of await scenarios()) {
       await measure(scenario, { duration: WARM_UP_SECONDS, connections });
     }
+    await bound?.measure({ duration: WARM_UP_SECONDS, connections });
     console.error(`bench: warmed up, ${WARM_UP_SECONDS} s a scenario`);
   }
   for (let round = 1; round <= rounds; round++) {
@@ -347,16 +363,28 @@ try {
         ...answering.filter((scenario) => scenario.ceiling === sizedCeiling.name),
       ]),
     ];
-    // The table lists the ceilings first, then the scenarios in the order written above.
+    // The table lists the ceilings first, then the scenarios in the order written above, the
+    // search's bound just before the search.
     for (const scenario of [bare, ...sized.values(), ...answering]) {
+      if (bound && scenario.name === SEARCH) results.set(bound.name, results.get(bound.name) ?? []);
       if (!results.has(scenario.name)) results.set(scenario.name, []);
     }
     const thisRound = new Map<string, Measurement>();
-    for (const scenario of order) {
-      const measurement = await measure(scenario, { duration, connections });
+    const record = (name: string, measurement: Measurement) => {
       if (measurement.errors > 0) failed = true;
-      thisRound.set(scenario.name, measurement);
-      results.set(scenario.name, [...(results.get(scenario.name) ?? []), measurement]);
+      thisRound.set(name, measurement);
+      results.set(name, [...(results.get(name) ?? []), measurement]);
+      console.error(
+        `bench: round ${round} ${name}: ${Math.round(measurement.requestsPerSecond)} req/s`,
+      );
+    };
+    for (const scenario of order) {
+      // The bound runs just before the search, as a sized ceiling before its scenarios.
+      if (bound && scenario.name === SEARCH) {
+        record(bound.name, await bound.measure({ duration, connections }));
+      }
+      const measurement = await measure(scenario, { duration, connections });
+      record(scenario.name, measurement);
       const ceilingRate = scenario.connections
         ? undefined
         : thisRound.get(scenario.ceiling ?? bare.name)?.requestsPerSecond;
@@ -364,9 +392,13 @@ try {
         const ratio = measurement.requestsPerSecond / ceilingRate;
         ratios.set(scenario.name, [...(ratios.get(scenario.name) ?? []), ratio]);
       }
-      console.error(
-        `bench: round ${round} ${scenario.name}: ${Math.round(measurement.requestsPerSecond)} req/s`,
-      );
+    }
+    for (const [key, [name, over]] of Object.entries(comparisons)) {
+      const rate = thisRound.get(name)?.requestsPerSecond;
+      const overRate = over === undefined ? undefined : thisRound.get(over)?.requestsPerSecond;
+      if (rate === undefined || !overRate) continue;
+      const target = key as keyof typeof comparisons;
+      compared.set(target, [...(compared.get(target) ?? []), rate / overRate]);
     }
   }
 
@@ -378,24 +410,24 @@ try {
     return { name, ceiling, ratio, ...median(measured) };
   });
   printTable(medians, { engine, rounds, duration, connections, notes: noteCount });
-  // Verify against the standard peer, also round by round (the peer warms up over the rounds).
-  const verifyRounds = results.get("verify-valid") ?? [];
-  const peerRounds = results.get(PEER) ?? [];
-  const peerRatios =
-    verifyRounds.length === peerRounds.length
-      ? verifyRounds.map((m, i) => m.requestsPerSecond / (peerRounds[i]?.requestsPerSecond || NaN))
-      : [];
-  if (peerRatios.length > 0) {
+  console.log("");
+  for (const [key, [name, over]] of Object.entries(comparisons)) {
+    const taken = compared.get(key as keyof typeof comparisons) ?? [];
+    if (taken.length === 0) continue;
     console.log(
-      `\nverify-valid over ${PEER}: ${medianOf(peerRatios).toFixed(1)} × (rounds: ${peerRatios
-        .map((ratio) => ratio.toFixed(1))
+      `${name} over ${over}: ${ratioText(medianOf(taken))} × (rounds: ${taken
+        .map(ratioText)
         .join(", ")})`,
     );
   }
+  const overOther = (key: keyof typeof comparisons) => {
+    const taken = compared.get(key) ?? [];
+    return taken.length > 0 ? medianOf(taken) : undefined;
+  };
   const targets = judgeTargets(medians, {
-    engine,
-    connections,
-    verifyOverPeer: peerRatios.length > 0 ? medianOf(peerRatios) : undefined,
+    verifyOverPeer: overOther("verifyOverPeer"),
+    introspectionOverPeer: overOther("introspectionOverPeer"),
+    searchOverBound: overOther("searchOverBound"),
   });
   // A smoke run (1 s, 10 connections, 500 notes) measures nothing the targets speak of.
   if (!smoke) printTargets(targets);
@@ -418,7 +450,7 @@ try {
         },
         options: { engine, rounds, duration, connections, notes: noteCount },
         medians,
-        verifyOverPeer: peerRatios,
+        comparisons: Object.fromEntries(compared),
         targets,
         rounds: Object.fromEntries(results),
       },
@@ -428,6 +460,7 @@ try {
   );
   console.error(`bench: raw figures in ${file}`);
 } finally {
+  await bound?.close();
   await Promise.all(servers.map((server) => server.stop()));
   await databases.drop();
   rmSync(work, { recursive: true, force: true });

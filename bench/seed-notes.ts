@@ -12,14 +12,15 @@ const SEARCH_EVERY = 50;
 const BATCH = 2000;
 
 /**
- * Fills the notes database of `user` with `count` notes before the server starts, straight
- * through SQL (creating them over HTTP would take longer than the benchmark).
+ * Fills the notes database of a new user `email` with `count` notes before the server starts,
+ * straight through SQL (creating them over HTTP would take longer than the benchmark). Returns
+ * the user's id.
  */
 export async function seedNotes(
   location: { databaseUrl: string | undefined; dataDir: string },
   email: string,
   count: number,
-): Promise<void> {
+): Promise<string> {
   // Seeding writes large batches: no request deadline.
   const database = openDatabase<NotesDatabase>({
     ...location,
@@ -54,6 +55,7 @@ export async function seedNotes(
       await database.db.insertInto("notes").values(rows).execute();
     }
     await sql`ANALYZE`.execute(database.db);
+    return userId;
   } finally {
     await database.close();
   }

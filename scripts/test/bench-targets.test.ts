@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Measurement } from "../../bench/measure.ts";
-import { judgeTargets } from "../../bench/targets.ts";
+import { type Comparisons, judgeTargets } from "../../bench/targets.ts";
 
 const measured = (name: string, fields: Partial<Measurement> & { ratio?: number }) => ({
   name,
@@ -18,51 +18,75 @@ const measured = (name: string, fields: Partial<Measurement> & { ratio?: number 
 const verdictOf = (verdicts: ReturnType<typeof judgeTargets>, start: string) =>
   verdicts.find((verdict) => verdict.target.startsWith(start));
 
+/** Every target's figure set to `shift` plus its floor. */
+const judgeAtFloors = (shift: number) =>
+  judgeTargets(
+    [
+      measured("verify-valid", { ratio: 0.5 + shift }),
+      measured("introspect", { ratio: 0.5 + shift }),
+      measured("mint", { ratio: 0.35 + shift }),
+      measured("notes-list-20", { ratio: 0.2 + shift }),
+    ],
+    {
+      verifyOverPeer: 3 + shift,
+      introspectionOverPeer: 3 + shift,
+      searchOverBound: 0.8 + shift,
+    },
+  );
+
+const TARGETS = [
+  "verify ≥ 0.5 × ceiling",
+  "verify ≥ 3 × oidc-provider",
+  "introspection ≥ 0.5 × ceiling",
+  "introspection ≥ 3 × oidc-provider",
+  "mint ≥ 0.35 × ceiling",
+  "notes list-20 ≥ 0.2 × its sized ceiling",
+  "search ≥ 0.8 × its database's bound",
+];
+
 describe("the bench's verdict on its targets", () => {
-  it("meets a target on its line and misses it just past", () => {
-    const judge = (verifyRatio: number, p99: number, rss: number, peer: number) =>
-      judgeTargets(
-        [
-          measured("verify-valid", { ratio: verifyRatio, p99, peakRssMb: rss }),
-          measured("mint", { ratio: 0.5, peakRssMb: 90 }),
-        ],
-        { engine: "sqlite", connections: 50, verifyOverPeer: peer },
-      );
-    const onTheLine = judge(0.7, 5, 150, 4);
-    for (const start of ["verify ≥ 0.7", "verify p99", "verify ≥ 4", "mint", "identity RSS"]) {
-      assert.equal(verdictOf(onTheLine, start)?.met, true, start);
-    }
-    const past = judge(0.69, 6, 150.1, 3.9);
-    for (const start of ["verify ≥ 0.7", "verify p99", "verify ≥ 4", "identity RSS"]) {
-      assert.equal(verdictOf(past, start)?.met, false, start);
-    }
-    assert.equal(verdictOf(past, "identity RSS")?.measured, "150.1 MB");
+  it("judges the issue's floors and no others", () => {
+    const verdicts = judgeAtFloors(0);
+    assert.equal(verdicts.length, TARGETS.length);
+    for (const start of TARGETS) assert.ok(verdictOf(verdicts, start), start);
   });
 
-  it("judges nothing a run did not measure", () => {
-    const verdicts = judgeTargets([], {
-      engine: "sqlite",
-      connections: 50,
+  it("meets each target on its floor and misses it just under", () => {
+    const onTheFloor = judgeAtFloors(0);
+    const under = judgeAtFloors(-0.001);
+    for (const start of TARGETS) {
+      assert.equal(verdictOf(onTheFloor, start)?.met, true, start);
+      assert.equal(verdictOf(under, start)?.met, false, start);
+    }
+  });
+
+  it("never prints a missed ratio as its floor", () => {
+    assert.equal(verdictOf(judgeAtFloors(-0.001), "search")?.measured, "0.79 ×");
+    assert.equal(verdictOf(judgeAtFloors(0), "search")?.measured, "0.80 ×");
+    assert.equal(verdictOf(judgeAtFloors(0), "mint")?.measured, "0.35 ×");
+  });
+
+  it("judges the search on its bound, whatever its latency", () => {
+    const comparisons: Comparisons = {
       verifyOverPeer: undefined,
+      introspectionOverPeer: undefined,
+      searchOverBound: 0.85,
+    };
+    const verdicts = judgeTargets(
+      [measured("notes-search", { p99: 400, ratio: 0.01 })],
+      comparisons,
+    );
+    assert.equal(verdictOf(verdicts, "search")?.met, true);
+  });
+
+  it("judges nothing a run did not measure (no pgbench: no bound)", () => {
+    const verdicts = judgeTargets([], {
+      verifyOverPeer: undefined,
+      introspectionOverPeer: undefined,
+      searchOverBound: undefined,
     });
     assert.ok(
       verdicts.every((verdict) => verdict.measured === undefined && verdict.met === undefined),
     );
-  });
-
-  it("holds a PostgreSQL run to the same floors as the embedded default", () => {
-    const verdicts = judgeTargets(
-      [
-        measured("verify-valid", { ratio: 0.71 }),
-        measured("mint", { ratio: 0.44 }),
-        measured("introspect", { ratio: 0.7 }),
-        measured("notes-create", { ratio: 0.09 }),
-      ],
-      { engine: "postgres", connections: 50, verifyOverPeer: undefined },
-    );
-    assert.equal(verdictOf(verdicts, "verify ≥ 0.7")?.met, true);
-    assert.equal(verdictOf(verdicts, "mint")?.met, false);
-    assert.equal(verdictOf(verdicts, "introspection")?.met, true);
-    assert.equal(verdictOf(verdicts, "POST /api/notes")?.met, false);
   });
 });
