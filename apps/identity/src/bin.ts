@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
-import { backupDatabase, isSchemaBehind } from "@agentpass/db";
+import { isSchemaBehind } from "@agentpass/db";
 import { startServer } from "@agentpass/http";
 import { recordAdminAction, recordAdminKeyChange, runAuditCommand } from "./audit-command.ts";
+import { runBackupCommand } from "./backup-command.ts";
 import { loadConfig, SecretSchema } from "./config.ts";
 import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
 import { issueKey, listKeys, revokeKey } from "./domain/credentials.ts";
@@ -14,12 +15,7 @@ import {
   type PartnerResourcesAction,
   runPartnerResourcesCommand,
 } from "./partner-resources-command.ts";
-import {
-  type IdentityService,
-  migrateIdentityDatabase,
-  openIdentityDatabase,
-  openIdentityService,
-} from "./service.ts";
+import { type IdentityService, migrateIdentityDatabase, openIdentityService } from "./service.ts";
 
 const USAGE = `agentpass-server — run and administer the AgentPass identity service
 
@@ -112,7 +108,11 @@ async function main(argv: string[]): Promise<void> {
     if (action) throw new UsageError(`Unexpected argument: ${action}`);
     return migrate(loaded.config);
   }
-  if (group === "backup") return backup(loaded.config, action as string);
+  if (group === "backup") {
+    const answer = await runBackupCommand(loaded.config, action as string);
+    if (!answer.ok) throw new CommandError(answer.error);
+    return void console.log(answer.output);
+  }
 
   // Admin commands never migrate (a deploy's migrate step does), and log to stderr: stdout is
   // their answer.
@@ -354,18 +354,6 @@ async function migrate(config: Parameters<typeof migrateIdentityDatabase>[0]): P
   );
   if (unknown.length > 0) {
     console.log(`Applied by a newer release, left as they are: ${unknown.join(", ")}`);
-  }
-}
-
-/** `backup <file>`: a consistent copy of the running service's SQLite database. */
-async function backup(config: Parameters<typeof openIdentityDatabase>[0], file: string) {
-  const database = openIdentityDatabase(config);
-  try {
-    console.log((await backupDatabase(database, file)).file);
-  } catch (error) {
-    throw new CommandError(`Cannot back up: ${(error as Error).message}`);
-  } finally {
-    await database.close();
   }
 }
 
