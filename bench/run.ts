@@ -7,14 +7,14 @@
  *   npm run bench -- --smoke                   # CI: 1 round x 1 s, checks answers, not speed
  *   DATABASE_URL=postgres://… npm run bench    # the services on PostgreSQL (fresh databases)
  */
-import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type Measurement, measure, median, medianOf, probe, type Scenario } from "./measure.ts";
 import { printTable } from "./report.ts";
-import { BENCH_SEARCH, openSearchBound, type SearchBound } from "./search-bound.ts";
+import { benchScenarios, PEER, SEARCH } from "./scenarios.ts";
+import { openSearchBound, type SearchBound } from "./search-bound.ts";
 import { seedNotes } from "./seed-notes.ts";
 import {
   createBenchDatabases,
@@ -43,12 +43,6 @@ const duration = smoke ? 1 : Number(values.duration);
 const connections = smoke ? 10 : Number(values.connections);
 const noteCount = smoke ? 500 : Number(values.notes);
 const only = values.only?.split(",");
-/** The standard peer's scenario: RFC 7662 introspection on oidc-provider. */
-const PEER = "oidc-provider introspection (peer)";
-/** The bench's search, judged against its database's bound (search-bound.ts). */
-const SEARCH = "notes-search";
-const searchUrl = (base: string) =>
-  `${base}/api/notes?search=${BENCH_SEARCH.search}&limit=${BENCH_SEARCH.limit}`;
 /** Whether the run measures the scenario `name` (`--only`; the ceilings always run). */
 const selected = (name: string) =>
   name.startsWith("ceiling") || !only || only.some((prefix) => name.startsWith(prefix));
@@ -154,145 +148,19 @@ try {
     });
     return ((await response.json()) as { sessionToken: string }).sessionToken;
   };
-  const verifyBody = (token: string) => JSON.stringify({ sessionToken: token });
-  const json = { "content-type": "application/json" };
 
   // Built before each round, so every round has fresh session tokens (they live 5 minutes).
   const scenarios = async (): Promise<Scenario[]> => {
-    const token = await mint();
-    const writerToken = await mint(writerKey);
-    const list: Scenario[] = [
+    const list = benchScenarios(
+      { ceiling, identity, notes, oidc },
       {
-        name: "ceiling (bare node:http)",
-        pid: ceiling.pid,
-        url: `${ceiling.url}/`,
-        method: "POST",
-        headers: json,
-        body: verifyBody(token),
-        expect: 200,
+        token: await mint(),
+        writerToken: await mint(writerKey),
+        userKey,
+        partnerKey,
+        revokedPartnerKey: revoked.key,
       },
-      {
-        name: "verify-valid",
-        pid: identity.pid,
-        url: `${identity.url}/api/verify`,
-        method: "POST",
-        headers: { ...json, authorization: `Bearer ${partnerKey}` },
-        body: verifyBody(token),
-        expect: 200,
-      },
-      {
-        name: "verify-invalid-token",
-        pid: identity.pid,
-        url: `${identity.url}/api/verify`,
-        method: "POST",
-        headers: { ...json, authorization: `Bearer ${partnerKey}` },
-        body: verifyBody(`aps_${randomBytes(100).toString("base64url")}`),
-        expect: 401,
-      },
-      {
-        name: "verify-revoked-key",
-        pid: identity.pid,
-        url: `${identity.url}/api/verify`,
-        method: "POST",
-        headers: { ...json, authorization: `Bearer ${revoked.key}` },
-        body: verifyBody(token),
-        expect: 403,
-      },
-      {
-        name: "verify-bad-request",
-        pid: identity.pid,
-        url: `${identity.url}/api/verify`,
-        method: "POST",
-        headers: { ...json, authorization: `Bearer ${partnerKey}` },
-        body: "not json",
-        expect: 400,
-      },
-      {
-        name: "mint",
-        pid: identity.pid,
-        url: `${identity.url}/api/session-tokens`,
-        method: "POST",
-        headers: { authorization: `Bearer ${userKey}` },
-        expect: 201,
-      },
-      {
-        name: "introspect",
-        pid: identity.pid,
-        url: `${identity.url}/oauth/introspect`,
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${partnerKey}`,
-          "content-type": "application/x-www-form-urlencoded",
-        },
-        body: `token=${token}`,
-        expect: 200,
-      },
-      {
-        name: "refresh",
-        pid: identity.pid,
-        url: `${identity.url}/oauth/token`,
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: `grant_type=refresh_token&client_id=agentpass-cli&refresh_token=${userKey}`,
-        expect: 200,
-      },
-      {
-        name: PEER,
-        pid: oidc.pid,
-        url: `${oidc.url}/token/introspection`,
-        method: "POST",
-        headers: {
-          authorization: String(oidc.ready.authorization),
-          "content-type": "application/x-www-form-urlencoded",
-        },
-        body: `token=${oidc.ready.token}`,
-        expect: 200,
-      },
-      {
-        name: "notes-list-20",
-        pid: notes.pid,
-        url: `${notes.url}/api/notes?limit=20`,
-        method: "GET",
-        headers: { "x-session-token": token },
-        expect: 200,
-      },
-      {
-        name: "notes-list-100",
-        pid: notes.pid,
-        url: `${notes.url}/api/notes?limit=100`,
-        method: "GET",
-        headers: { "x-session-token": token },
-        expect: 200,
-      },
-      {
-        name: SEARCH,
-        pid: notes.pid,
-        url: searchUrl(notes.url),
-        method: "GET",
-        headers: { "x-session-token": token },
-        expect: 200,
-      },
-      {
-        // One search at a time: its latency without a queue. At 50 connections a search waits
-        // behind the others on the service's one thread, and p99 measures that queue.
-        name: "notes-search, 1 connection",
-        pid: notes.pid,
-        url: searchUrl(notes.url),
-        method: "GET",
-        headers: { "x-session-token": token },
-        expect: 200,
-        connections: 1,
-      },
-      {
-        name: "notes-create",
-        pid: notes.pid,
-        url: `${notes.url}/api/notes`,
-        method: "POST",
-        headers: { ...json, "x-session-token": writerToken },
-        body: JSON.stringify({ title: "Bench note", contentText: "written under load" }),
-        expect: 201,
-      },
-    ];
+    );
     return list.filter((scenario) => selected(scenario.name));
   };
 

@@ -59,7 +59,8 @@ function presentEvent(event: StoredAuditEvent) {
 
 /** One event on one line: time, action, outcome, actor, account, subject, address, browser. */
 function eventLine(event: StoredAuditEvent): string {
-  const actor = event.actorKind === "account" ? `account:${event.actorId}` : event.actorKind;
+  // A person and a client are named by id (`account:…`, `client:…`); the operator and the service by kind.
+  const actor = event.actorId === null ? event.actorKind : `${event.actorKind}:${event.actorId}`;
   const subject = event.subjectKind ? `${event.subjectKind}:${event.subjectId ?? "-"}` : "-";
   return [
     new Date(event.at).toISOString(),

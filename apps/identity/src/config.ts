@@ -1,8 +1,12 @@
 import { fileURLToPath } from "node:url";
-import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
+import {
+  type DatabaseSettings,
+  databaseSettings,
+  ensureDataDir,
+  toDatabaseSettings,
+} from "@agentpass/db";
 import {
   DEFAULT_DRAIN_MS,
-  ensureDataDir,
   isLocalDevelopment,
   LOOPBACK_HOSTS,
   parseTrustProxy,
@@ -21,6 +25,27 @@ export const DEFAULT_DATA_DIR = fileURLToPath(new URL("../../../data", import.me
 
 const port = z.coerce.number().int().min(0).max(65535);
 const perMinute = z.coerce.number().int().min(1).max(1_000_000_000);
+/** A retention in days: at least one, at most a hundred years. */
+const retentionDays = (fallback: number) =>
+  z.coerce.number().int().min(1).max(36_500).default(fallback);
+
+/** How long each kind of row is kept, in days (`store/purge.ts`, docs/operations.md). */
+export interface Retention {
+  auditDays: number;
+  usageDays: number;
+  activityDays: number;
+  revokedKeyDays: number;
+  sealingKeyDays: number;
+}
+
+/** The retention when no *_RETENTION_DAYS is set. */
+export const DEFAULT_RETENTION: Retention = {
+  auditDays: 400,
+  usageDays: 400,
+  activityDays: 400,
+  revokedKeyDays: 400,
+  sealingKeyDays: 30,
+};
 
 /** Every setting of the identity service; nothing else reads the environment. */
 const ConfigSchema = z.object({
@@ -68,7 +93,15 @@ const ConfigSchema = z.object({
     .max(300, "must be at most 300 (a session token lives 5 minutes)")
     .default(300),
   /** Days audit events are kept (`agentpass-server audit`, the account's security page). */
-  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(400),
+  AUDIT_RETENTION_DAYS: retentionDays(DEFAULT_RETENTION.auditDays),
+  /** Days a partner's daily verify counts are kept. */
+  USAGE_RETENTION_DAYS: retentionDays(DEFAULT_RETENTION.usageDays),
+  /** Days after a partner last verified a person's token that the person's record of it is kept. */
+  ACTIVITY_RETENTION_DAYS: retentionDays(DEFAULT_RETENTION.activityDays),
+  /** Days a revoked key is kept (a revoked partner key answers 403 until then, then 401). */
+  REVOKED_KEY_RETENTION_DAYS: retentionDays(DEFAULT_RETENTION.revokedKeyDays),
+  /** Days a sealing key is kept once a newer one replaced it (it opens nothing after 5 minutes). */
+  SEALING_KEY_RETENTION_DAYS: retentionDays(DEFAULT_RETENTION.sealingKeyDays),
   /** Where clients reach the service; an https one is production. */
   PUBLIC_URL: urlSetting(["http", "https"], "must be an http:// or https:// URL").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -148,8 +181,8 @@ export interface Config extends DatabaseSettings {
   dataDir: string;
   databaseUrl: string | undefined;
   sessionTokenTtlSeconds: number;
-  /** AUDIT_RETENTION_DAYS: audit events older than this are purged. */
-  auditRetentionDays: number;
+  /** The *_RETENTION_DAYS settings: how long each kind of row is kept (`store/purge.ts`). */
+  retention: Retention;
   publicUrl: string;
   logLevel: z.infer<typeof ConfigSchema>["LOG_LEVEL"];
   /** From TOKEN_KEYS, the first one sealing; unset: the keys are kept in the database. */
@@ -233,7 +266,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       databaseUrl: values.DATABASE_URL,
       ...toDatabaseSettings(values),
       sessionTokenTtlSeconds: values.SESSION_TOKEN_TTL_SECONDS,
-      auditRetentionDays: values.AUDIT_RETENTION_DAYS,
+      retention: {
+        auditDays: values.AUDIT_RETENTION_DAYS,
+        usageDays: values.USAGE_RETENTION_DAYS,
+        activityDays: values.ACTIVITY_RETENTION_DAYS,
+        revokedKeyDays: values.REVOKED_KEY_RETENTION_DAYS,
+        sealingKeyDays: values.SEALING_KEY_RETENTION_DAYS,
+      },
       publicUrl,
       logLevel: values.LOG_LEVEL,
       tokenKeys: values.TOKEN_KEYS,

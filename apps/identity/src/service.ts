@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   type MigrationReport,
   type OpenedDatabase,
@@ -22,7 +23,7 @@ import { createKeyUsageRecorder } from "./domain/key-usage.ts";
 import { loadSealingKeys, serviceSecret } from "./domain/sealing-keys.ts";
 import { createUsageRecorder } from "./domain/usage-recorder.ts";
 import { createApp } from "./http/app.ts";
-import { deriveFlashKey, deriveServiceKey } from "./infra/crypto.ts";
+import { deriveFlashKey, deriveServiceKey, keyedHash } from "./infra/crypto.ts";
 import { createLogger } from "./infra/logger.ts";
 import { createMailer } from "./infra/mailer.ts";
 import {
@@ -33,9 +34,10 @@ import {
   type RateLimitStore,
 } from "./infra/rate-limit.ts";
 import { createAuditStore } from "./store/audit-store.ts";
+import { createInstanceStore, type InstanceStore } from "./store/instance-store.ts";
 import { identityMigrations } from "./store/migrations.ts";
 import { createOAuthStore } from "./store/oauth-store.ts";
-import { expiringTables, schedulePurges } from "./store/purge.ts";
+import { schedulePurges } from "./store/purge.ts";
 import type { IdentityDatabase } from "./store/schema.ts";
 import { createStore } from "./store/store.ts";
 import { createUsageStore } from "./store/usage-store.ts";
@@ -58,9 +60,19 @@ export interface IdentityService {
   logger: Logger;
   /** `/readyz` answers 503 `shutting_down` from now on (`startServer`'s close calls it). */
   beginDrain(): void;
-  /** Flushes pending key-use times and closes the database. */
+  /**
+   * A check value of the service's secret (`secretCheck`); the serving instances and the secret
+   * each runs under (`instances`), which `sealing-keys rotate` reads.
+   */
+  secretCheck: string;
+  instances: InstanceStore;
+  /** Flushes pending key-use times, leaves `instances` and closes the database. */
   close(): Promise<void>;
 }
+
+/** How often a serving instance announces itself, and how long it counts as running after. */
+export const INSTANCE_ANNOUNCE_MS = 30_000;
+export const INSTANCE_SEEN_MS = 3 * INSTANCE_ANNOUNCE_MS;
 
 /** The identity database of `config`, not yet migrated. */
 export function openIdentityDatabase(config: Config) {
@@ -85,11 +97,12 @@ export async function migrateIdentityDatabase(config: Config): Promise<Migration
 
 /**
  * Opens the database (migrating it, unless `config.migrateOnStart` is false: then a database
- * that lacks a migration is refused), loads the sealing keys and builds the app.
+ * that lacks a migration is refused), loads the sealing keys and builds the app. With
+ * `announce`, the instance lists itself in `instances` until it closes: what `serve` does.
  */
 export async function openIdentityService(
   config: Config,
-  options: { clock?: Clock; logger?: Logger } = {},
+  options: { clock?: Clock; logger?: Logger; announce?: boolean } = {},
 ): Promise<IdentityService> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
@@ -133,7 +146,7 @@ export async function openIdentityService(
       database,
       clock,
       (error) => logger.warn({ err: error }, "could not purge expired rows"),
-      expiringTables(config.auditRetentionDays),
+      config.retention,
     );
     const metrics = createServiceMetrics({ token: config.metricsToken });
     addDatabaseMetrics(metrics, {
@@ -154,6 +167,19 @@ export async function openIdentityService(
       metrics,
     });
     const loopback = createLoopbackClient(listener);
+    const secretCheck = secretCheckOf(serviceSecret(config));
+    const instances = createInstanceStore(database);
+    const self = { id: randomUUID(), secretCheck, startedAt: clock(), seenAt: clock() };
+    const announce = () =>
+      instances
+        .announce({ ...self, seenAt: clock() })
+        .catch((error) => logger.warn({ err: error }, "could not announce this instance"));
+    let announcing: NodeJS.Timeout | undefined;
+    if (options.announce) {
+      await announce();
+      announcing = setInterval(announce, INSTANCE_ANNOUNCE_MS);
+      announcing.unref();
+    }
     return {
       listener,
       endpoints,
@@ -161,10 +187,16 @@ export async function openIdentityService(
       ctx,
       database,
       logger,
+      secretCheck,
+      instances,
       beginDrain: () => {
         draining = true;
       },
       close: async () => {
+        if (announcing) {
+          clearInterval(announcing);
+          await instances.leave(self.id).catch(() => {});
+        }
         await loopback.close();
         await purges.stop();
         await keyUsage.close().catch(() => {});
@@ -193,6 +225,15 @@ function openRateLimitStore(
   if (config.redisUrl) return createRedisRateLimitStore(config.redisUrl, { clock, onError });
   if (database.engine === "postgres") return createDatabaseRateLimitStore(database);
   return createMemoryRateLimitStore(clock);
+}
+
+/**
+ * A check value of the service's secret, which instances compare without revealing it: an HMAC
+ * under a key derived from it (its own label). It tells no more about the secret than the
+ * wrapped sealing keys beside it in the database do.
+ */
+export function secretCheckOf(secret: string | Buffer): string {
+  return keyedHash(deriveServiceKey(secret, "agentpass secret check v1"), "agentpass").slice(0, 16);
 }
 
 /** The keys the context derives from the service's secret, each under a label of its own. */

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, testEngines } from "@agentpass/db/testing";
-import { loadConfig } from "../src/config.ts";
+import { DEFAULT_RETENTION, loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/infra/logger.ts";
 import { openIdentityService } from "../src/service.ts";
 import type { StoredAuditEvent } from "../src/store/audit-store.ts";
-import { expiringTables, purgeExpired } from "../src/store/purge.ts";
+import { purgeExpired } from "../src/store/purge.ts";
 import { START } from "./support/harness.ts";
 import { type Mailbox, signInSecrets, startMailbox } from "./support/mailbox.ts";
 import { runAdminCli } from "./support/run-cli.ts";
@@ -221,7 +221,7 @@ for (const engine of testEngines()) {
       assert.equal((await client.post("/device", decision, FROM)).status, 303);
       const polled = await service.request("/api/device/token", {
         method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
+        headers: { "content-type": "application/x-www-form-urlencoded", ...FROM },
         body: new URLSearchParams({ device_code: approved.device_code }).toString(),
       });
       assert.equal(polled.status, 200);
@@ -243,11 +243,13 @@ for (const engine of testEngines()) {
         [
           ["device_login.deny", "device_login", "203.0.113.7"],
           ["grant.revoke", "grant", "203.0.113.7"],
+          ["grant.create", "grant", "203.0.113.7"],
           ["device_login.approve", "device_login", "203.0.113.7"],
           ["sign_in", "account", "203.0.113.7"],
         ],
       );
       assert.equal(events[1]?.subjectId, grant);
+      assert.equal(events[2]?.subjectId, grant, "the grant the device's poll made");
       assert.match(await client.text("/account/security"), /Device login approved/);
     });
 
@@ -270,7 +272,10 @@ for (const engine of testEngines()) {
       now = Math.max(now, Date.now()) + 31 * DAY;
       await browser().get("/sign-in"); // nothing recorded: a page view is no event
       await signIn(browser());
-      const deleted = await purgeExpired(service.database, now, expiringTables(30));
+      const deleted = await purgeExpired(service.database, now, {
+        ...DEFAULT_RETENTION,
+        auditDays: 30,
+      });
       assert.equal(deleted.audit_events, before.length);
       const kept = await audit("--limit", "10000");
       assert.deepEqual(
@@ -279,7 +284,7 @@ for (const engine of testEngines()) {
       );
       const defaults = loadConfig({});
       assert.ok(defaults.ok);
-      assert.equal(defaults.config.auditRetentionDays, 400, "AUDIT_RETENTION_DAYS unset");
+      assert.equal(defaults.config.retention.auditDays, 400, "AUDIT_RETENTION_DAYS unset");
     });
   });
 }

@@ -10,14 +10,15 @@ import { createAccount } from "../src/domain/accounts.ts";
 import { issueKey } from "../src/domain/credentials.ts";
 import { createPartner } from "../src/domain/partners.ts";
 import { type IdentityService, openIdentityService } from "../src/service.ts";
+import { runAdminCli } from "./support/run-cli.ts";
 
 type Env = Record<string, string>;
 const newSecret = () => randomBytes(32).toString("base64url");
 
-async function openService(env: Env) {
+async function openService(env: Env, options: { announce?: boolean } = {}) {
   const loaded = loadConfig({ LOG_LEVEL: "silent", ...env });
   if (!loaded.ok) throw new Error(loaded.error);
-  return openIdentityService(loaded.config);
+  return openIdentityService(loaded.config, options);
 }
 
 /** A user key and a partner key, made on `service`. */
@@ -41,8 +42,8 @@ for (const engine of testEngines()) {
     after(async () => {
       for (const cleanup of cleanups.reverse()) await cleanup();
     });
-    async function open(env: Env) {
-      const service = await openService(env);
+    async function open(env: Env, options: { announce?: boolean } = {}) {
+      const service = await openService(env, options);
       cleanups.push(() => service.close());
       return service;
     }
@@ -87,6 +88,40 @@ for (const engine of testEngines()) {
       assert.equal((await restarted.request("/readyz")).status, 200);
       const again = await open({ ...base, AGENTPASS_SECRET: newer });
       assert.equal((await again.request("/readyz")).status, 200, "restarted with the new secret");
+    });
+
+    it("refuses `sealing-keys rotate` while a serving instance runs under another secret", async () => {
+      const database = await createTestDatabase(engine);
+      cleanups.push(() => database.drop());
+      const base = { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? "" };
+      const oldSecret = newSecret();
+      const serving = await openService(
+        { ...base, AGENTPASS_SECRET: oldSecret },
+        { announce: true },
+      );
+      let servingClosed = false;
+      cleanups.push(async () => servingClosed || (await serving.close()));
+      const admin = await open({ ...base, AGENTPASS_SECRET: oldSecret });
+      const newer = newSecret();
+      assert.ok((await admin.ctx.sealingKeys.rewrap(newer)).ok);
+
+      const rotate = () =>
+        runAdminCli(["sealing-keys", "rotate"], { ...base, AGENTPASS_SECRET: newer });
+      const refused = await rotate();
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.match(
+        refused.stderr,
+        /1 running instance\(s\) use another secret than this command .*restart every instance/,
+      );
+      assert.equal((await serving.request("/readyz")).status, 200, "nothing was rotated");
+
+      // Restarted under the new secret: the old instance leaves, the new one announces itself.
+      await serving.close();
+      servingClosed = true;
+      const restarted = await open({ ...base, AGENTPASS_SECRET: newer }, { announce: true });
+      const rotated = await rotate();
+      assert.equal(rotated.code, 0, rotated.stderr);
+      assert.equal((await restarted.request("/readyz")).status, 200);
     });
   });
 }

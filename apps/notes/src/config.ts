@@ -1,9 +1,13 @@
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
-import { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "@agentpass/db";
+import {
+  type DatabaseSettings,
+  databaseSettings,
+  ensureDataDir,
+  toDatabaseSettings,
+} from "@agentpass/db";
 import {
   DEFAULT_DRAIN_MS,
-  ensureDataDir,
   isLocalDevelopment,
   LOOPBACK_HOSTS,
   readEnvironment,

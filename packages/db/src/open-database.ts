@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync } from "node:fs";
+import { chmodSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -13,6 +13,7 @@ import {
 import type pg from "pg";
 import { createSqliteChangeDetector } from "./change-detector.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
+import { ensureDataDir } from "./data-dir.ts";
 import { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
@@ -167,7 +168,8 @@ export function isPostgresUrl(url: string | undefined): url is string {
 /** Opens the service's database: PostgreSQL when `databaseUrl` says so, else SQLite in WAL mode. */
 export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T> {
   if (isPostgresUrl(options.databaseUrl)) return openPostgres<T>(options.databaseUrl, options);
-  mkdirSync(options.dataDir, { recursive: true });
+  const dataDir = ensureDataDir(options.dataDir);
+  if (!dataDir.ok) throw new Error(dataDir.error);
   const file = join(options.dataDir, options.fileName);
   const sqlite = new DatabaseSync(file, { timeout: BUSY_TIMEOUT_MS });
   // The file holds hashes and wrapped keys: only the service's own user reads it.

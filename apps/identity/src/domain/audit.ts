@@ -15,6 +15,7 @@ export type AuditAction =
   | "partner_key.revoke"
   | "consent.approve"
   | "consent.deny"
+  | "grant.create"
   | "grant.revoke"
   | "device_login.approve"
   | "device_login.deny"
@@ -22,18 +23,28 @@ export type AuditAction =
   | "partner.update"
   | "partner.verify_site"
   | "partner.delete"
+  | "partner.suspend"
+  | "partner.reinstate"
   | "partner_resource.add"
   | "partner_resource.remove"
   | "account.create"
   | "account.delete"
+  | "account.export"
   | "sealing_key.rotate"
   | "sealing_key.rewrap";
 
 /** `locked_out`: the failure that used up a sign-in code's tries. */
 export type AuditOutcome = "success" | "failure" | "locked_out";
 
-/** Who acted: a signed-in person, the operator through `agentpass-server`, or the service. */
-export type AuditActor = { kind: "account"; id: string } | { kind: "admin" } | { kind: "service" };
+/**
+ * Who acted: a signed-in person, an OAuth client (by its client id: whoever holds its code or
+ * token), the operator through `agentpass-server`, or the service.
+ */
+export type AuditActor =
+  | { kind: "account"; id: string }
+  | { kind: "client"; id: string }
+  | { kind: "admin" }
+  | { kind: "service" };
 
 /** Where a request came from; absent for the admin CLI. */
 export interface AuditClient {
@@ -78,7 +89,7 @@ export function createAuditTrail(store: AuditStore, logger: Logger, clock: Clock
         action: event.action,
         outcome: event.outcome,
         actorKind: event.actor.kind,
-        actorId: event.actor.kind === "account" ? event.actor.id : null,
+        actorId: "id" in event.actor ? event.actor.id : null,
         accountId: event.accountId,
         subjectKind: event.subject?.kind ?? null,
         subjectId: event.subject?.id ?? null,

@@ -156,7 +156,14 @@ export const POLL_ERROR_DESCRIPTIONS: Record<PollError, string> = {
 type PollError = Extract<PollResult, { ok: false }>["error"];
 
 export type PollResult =
-  | { ok: true; userKey: string; keyId: string; accountId: string }
+  | {
+      ok: true;
+      userKey: string;
+      keyId: string;
+      accountId: string;
+      /** What the device called itself, the grant's name: for the audit log. */
+      clientName: string;
+    }
   | {
       ok: false;
       error:
@@ -191,15 +198,17 @@ export async function pollDeviceLogin(
   if (!(await ctx.web.setDeviceStatus(deviceHash, "approved", "consumed", null))) {
     return { ok: false, error: "invalid_grant" };
   }
+  // The device's name is its own word, whoever the client is.
+  const clientName = displayableClientName(code.client_name);
   const grant = await createGrant(ctx, {
     accountId: code.account_id,
-    // The device's name is its own word, whoever the client is.
-    client: { id: clientId, name: displayableClientName(code.client_name), verified: false },
+    client: { id: clientId, name: clientName, verified: false },
     audience: null,
     createdFrom: code.client_address,
     rotating: false,
   });
-  return { ok: true, userKey: grant.refreshToken, keyId: grant.id, accountId: code.account_id };
+  const { refreshToken: userKey, id: keyId } = grant;
+  return { ok: true, userKey, keyId, accountId: code.account_id, clientName };
 }
 
 /**

@@ -41,6 +41,14 @@ export interface GrantClient {
   verified: boolean;
 }
 
+/** A grant as the audit log names it: ids and names, never a token. */
+export interface GrantSummary {
+  id: string;
+  accountId: string;
+  clientId: string;
+  clientName: string;
+}
+
 export interface NewGrantRequest {
   accountId: string;
   client: GrantClient;
@@ -207,20 +215,54 @@ async function rotate(
   return inGrace ? successor : null;
 }
 
+/** What a revocation ended, named for the audit log: ids and names, never a token. */
+export type RevokedCredential =
+  | { kind: "grant"; grant: GrantSummary }
+  /** A user key made by hand, which no client was given, presented as a refresh token. */
+  | { kind: "user_key"; id: string; accountId: string; name: string };
+
+export type TokenRevocation =
+  | { ok: true; revoked: RevokedCredential }
+  /**
+   * "unknown": no working grant or key has this token (RFC 7009 answers 200 all the same);
+   * "access_token": a session token, which expires by itself within minutes.
+   */
+  | { ok: false; code: "unknown" | "access_token" };
+
 /**
  * RFC 7009: revokes the grant of a refresh token of any generation, or the user key presented,
- * in one write. "access_token": a session token, which expires by itself within minutes.
+ * in one write.
  */
 export async function revokeByRefreshToken(
   ctx: Needs<"store" | "oauth" | "clock" | "keys">,
   token: string,
-): Promise<"revoked" | "unknown" | "access_token"> {
-  if (token.startsWith("aps_")) return "access_token";
+): Promise<TokenRevocation> {
+  if (token.startsWith("aps_")) return { ok: false, code: "access_token" };
   const presented = await findRefreshToken(ctx, token);
-  if (!presented) return "unknown";
-  const id = presented.kind === "key" ? presented.key.id : presented.grant.id;
-  await ctx.store.revokeKey("user_keys", id, ctx.clock());
-  return "revoked";
+  if (!presented) return { ok: false, code: "unknown" };
+  const revoked = await revokeCredential(
+    ctx,
+    presented.kind === "key" ? presented.key.id : presented.grant.id,
+  );
+  return revoked ? { ok: true, revoked } : { ok: false, code: "unknown" };
+}
+
+/**
+ * Revokes the user key `keyId` (a grant's anchor, or a key made by hand) in one write, and says
+ * what it was; null when it was revoked already, so a revocation is reported once.
+ */
+export async function revokeCredential(
+  ctx: Needs<"store" | "oauth" | "clock">,
+  keyId: string,
+): Promise<RevokedCredential | null> {
+  if (!(await ctx.store.revokeKey("user_keys", keyId, ctx.clock()))) return null;
+  const key = await ctx.store.findKeyById("user_keys", keyId);
+  const grant = await ctx.oauth.findGrant(keyId);
+  if (!key) return null;
+  if (!grant) return { kind: "user_key", id: keyId, accountId: key.ownerId, name: key.name };
+  const { accountId, clientId } = grant;
+  // A grant's key is named after its client when it is made (`createGrant`).
+  return { kind: "grant", grant: { id: keyId, accountId, clientId, clientName: key.name } };
 }
 
 /** The grants of an account that still work, one row each, with their latest use. */

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Needs } from "../context.ts";
 import { randomSecret, sha256 } from "../infra/crypto.ts";
-import { createGrant } from "./grants.ts";
+import { createGrant, type GrantSummary, revokeCredential } from "./grants.ts";
 import {
   CLIENT_LOOKUP_DESCRIPTIONS,
   type ClientDeps,
@@ -156,6 +156,14 @@ export type TokenResult =
     }
   | { ok: false; error: TokenError; description: string };
 
+/**
+ * A code's redemption: the tokens and the grant they belong to, or a refusal and, when the code
+ * was replayed, the grant the replay revoked (for the audit log; never a token).
+ */
+export type CodeRedemption =
+  | (Extract<TokenResult, { ok: true }> & { grant: GrantSummary })
+  | (Extract<TokenResult, { ok: false }> & { revokedGrant?: GrantSummary });
+
 /** RFC 6749 section 4.1.3 with PKCE (RFC 7636): a code and its verifier make a grant. */
 export async function redeemAuthorizationCode(
   ctx: OAuthContext,
@@ -168,17 +176,17 @@ export async function redeemAuthorizationCode(
     /** Where the token request came from: shown to the person with the grant. */
     clientAddress: string;
   },
-): Promise<TokenResult> {
+): Promise<CodeRedemption> {
   const now = ctx.clock();
   const codeHash = sha256(fields.code);
   const { code, replayed } = await ctx.oauth.takeCode(codeHash, now);
   if (!code) {
-    if (replayed) {
-      // A code used twice was stolen or replayed: the grant it made ends (section 4.1.2).
-      const grantId = await ctx.oauth.keyOfCode(codeHash);
-      if (grantId) await ctx.store.revokeKey("user_keys", grantId, now);
-    }
-    return invalidGrant("Unknown, expired or already used code");
+    const refusal = invalidGrant("Unknown, expired or already used code");
+    if (!replayed) return refusal;
+    // A code used twice was stolen or replayed: the grant it made ends (section 4.1.2).
+    const grantId = await ctx.oauth.keyOfCode(codeHash);
+    const revoked = grantId ? await revokeCredential(ctx, grantId) : null;
+    return revoked?.kind === "grant" ? { ...refusal, revokedGrant: revoked.grant } : refusal;
   }
   if (code.expires_at <= now) return invalidGrant("Unknown, expired or already used code");
   if (code.client_id !== fields.clientId) {
@@ -196,13 +204,14 @@ export async function redeemAuthorizationCode(
       return { ok: false, error: "invalid_target", description: "resource was not authorized" };
     }
   }
+  const client = {
+    id: code.client_id,
+    name: code.client_name ?? code.client_id,
+    verified: isVouchedClientId(code.client_id),
+  };
   const grant = await createGrant(ctx, {
     accountId: code.account_id,
-    client: {
-      id: code.client_id,
-      name: code.client_name ?? code.client_id,
-      verified: isVouchedClientId(code.client_id),
-    },
+    client,
     audience: code.partner_id,
     createdFrom: fields.clientAddress,
     rotating: true,
@@ -214,10 +223,16 @@ export async function redeemAuthorizationCode(
     accessToken: sealed.sessionToken,
     expiresIn: Math.floor(ctx.sessionTokenTtlMs / 1000),
     refreshToken: grant.refreshToken,
+    grant: {
+      id: grant.id,
+      accountId: code.account_id,
+      clientId: client.id,
+      clientName: client.name,
+    },
   };
 }
 
-function invalidGrant(description: string): TokenResult {
+function invalidGrant(description: string): Extract<TokenResult, { ok: false }> {
   return { ok: false, error: "invalid_grant", description };
 }
 

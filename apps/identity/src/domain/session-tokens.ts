@@ -10,14 +10,21 @@ export type MintResult =
   | { ok: false; code: "INVALID_USER_KEY" | "REVOKED_USER_KEY" | "INVALID_AUDIENCE" };
 
 /**
- * Trades a user key for a session token, optionally bound to one partner (`audience`, a partner
- * id, or null for any partner). Each mint by a working key counts against `perUserKey`.
+ * The partner a mint asks its token to be bound to (`partnerId`, or null for any partner), or
+ * `malformed` when the request named something that is not a partner id: refused, but only once
+ * the key is judged, so a caller without a working key learns nothing about partners.
+ */
+export type RequestedAudience = { partnerId: string | null } | "malformed";
+
+/**
+ * Trades a user key for a session token, optionally bound to one partner (`audience`). Each
+ * mint by a working key counts against `perUserKey`.
  * Writes nothing else: the token is sealed, and the key's last use is recorded in a later batch.
  */
 export async function mintSessionToken(
   ctx: IdentityContext,
   userKey: string,
-  audience: unknown,
+  audience: RequestedAudience,
   perUserKey: RateLimiter,
 ): Promise<MintResult> {
   if (!isWellFormedKey("user", userKey)) return { ok: false, code: "INVALID_USER_KEY" };
@@ -32,12 +39,12 @@ export async function mintSessionToken(
   if (!limit.ok) return { ok: false, code: "RATE_LIMITED", limit };
   // A key bound to a partner (consented to for it) mints for that partner only.
   let boundTo: string | null = key.audience ?? null;
-  if (audience !== null) {
-    if (!isUuid(audience) || !(await ctx.store.findPartner(audience))) {
-      return { ok: false, code: "INVALID_AUDIENCE" };
-    }
-    if (boundTo !== null && boundTo !== audience) return { ok: false, code: "INVALID_AUDIENCE" };
-    boundTo = audience;
+  if (audience === "malformed") return { ok: false, code: "INVALID_AUDIENCE" };
+  const { partnerId } = audience;
+  if (partnerId !== null) {
+    if (!(await ctx.store.findPartner(partnerId))) return { ok: false, code: "INVALID_AUDIENCE" };
+    if (boundTo !== null && boundTo !== partnerId) return { ok: false, code: "INVALID_AUDIENCE" };
+    boundTo = partnerId;
   }
   const { sessionToken, issuedAt, expiresAt } = sealFor(ctx, key, boundTo);
   ctx.keyUsage.record("user_keys", key.id, issuedAt);
@@ -149,7 +156,8 @@ async function judgeSessionToken(
   if (!partner) return { ok: false, code: "INVALID_PARTNER_KEY" };
   const now = ctx.clock();
   const partnerId = partner.ownerId;
-  if (partner.revokedAt !== null) {
+  // A suspended partner's keys answer as revoked: the spec's 403 for a key that no longer works.
+  if (partner.revokedAt !== null || (partner.suspendedAt ?? null) !== null) {
     ctx.usage.record(partnerId, "revoked_partner_key", now);
     return { ok: false, code: "REVOKED_PARTNER_KEY" };
   }
@@ -184,11 +192,5 @@ function isCurrent(ctx: IdentityContext, claims: SessionClaims, now: number): bo
   );
 }
 
-function isUuid(value: unknown): value is string {
-  return typeof value === "string" && UUID.test(value);
-}
-
 /** The user key id looked up for a token that does not open: no key has it. */
 const NO_KEY = "00000000-0000-0000-0000-000000000000";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -51,11 +51,14 @@ export async function requestSignInCode(
     canonical.email,
     deps.ctx.clock(),
   );
+  // Counted by an HMAC of the address, never the address: a counter outlives an account's
+  // deletion by its window, and a rate-limit store (Redis) holds no email.
+  const address = keyedHash(deps.ctx.keys.shortCodes, canonical.email);
   const limits = remembered
-    ? ([[deps.perRememberedBrowser, `${browserHash}:${canonical.email}`]] as const)
+    ? ([[deps.perRememberedBrowser, `${browserHash}:${address}`]] as const)
     : ([
         [deps.perIp, input.ip],
-        [deps.perAddress, canonical.email],
+        [deps.perAddress, address],
       ] as const);
   for (const [limiter, key] of limits) {
     const limited = await limiter.take(key);

@@ -9,7 +9,11 @@ export interface Account {
   createdAt: number;
 }
 
-/** The accounts of `Store`: one per email, deleted with everything they own. */
+/**
+ * The accounts of `Store`: one per email, deleted with every row that names them (the foreign
+ * keys cascade to keys, grants, sessions, partners and activity; the rest is deleted here). The
+ * audit events stay until their retention ends: see docs/operations.md, "Data lifecycle".
+ */
 export function createAccountStore(
   database: OpenedDatabase<IdentityDatabase>,
 ): Pick<Store, "createAccount" | "findAccountByEmail" | "deleteAccount"> {
@@ -38,7 +42,28 @@ export function createAccountStore(
     },
 
     async deleteAccount(accountId: string): Promise<void> {
-      await database.write((db) => db.deleteFrom("accounts").where("id", "=", accountId).execute());
+      await database.transaction(async (trx) => {
+        const account = await trx
+          .selectFrom("accounts")
+          .select("email")
+          .where("id", "=", accountId)
+          .executeTakeFirst();
+        if (!account) return;
+        // The rows that name the person by email, or by id without a foreign key to cascade.
+        await trx.deleteFrom("remembered_browsers").where("email", "=", account.email).execute();
+        await trx.deleteFrom("sign_in_codes").where("email", "=", account.email).execute();
+        await trx.deleteFrom("oauth_codes").where("account_id", "=", accountId).execute();
+        // Its partners' resource URLs (no foreign key): free again, as when a partner is deleted.
+        await trx
+          .deleteFrom("partner_resources")
+          .where(
+            "partner_id",
+            "in",
+            trx.selectFrom("partners").select("id").where("owner_account_id", "=", accountId),
+          )
+          .execute();
+        await trx.deleteFrom("accounts").where("id", "=", accountId).execute();
+      });
     },
   };
 }

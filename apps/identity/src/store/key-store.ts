@@ -49,6 +49,8 @@ export type KeyByHash = {
   clientId?: string | null;
   audience?: string | null;
   rotating?: number;
+  /** Partner keys only: when the operator suspended the key's partner; null: not suspended. */
+  suspendedAt?: number | null;
 };
 
 type KeyOperations =
@@ -84,7 +86,7 @@ export function createKeyStore(
     partner_keys: caches.cached(
       createPreparedQuery<KeyByHash>(
         database,
-        'SELECT id, partner_id AS "ownerId", revoked_at AS "revokedAt" FROM partner_keys WHERE secret_hash = ?',
+        'SELECT id, partner_id AS "ownerId", revoked_at AS "revokedAt", suspended_at AS "suspendedAt" FROM partner_keys WHERE secret_hash = ?',
       ),
       evictPartnerKeyByHash,
     ),
@@ -121,9 +123,17 @@ export function createKeyStore(
                 rotating: 0,
               })
               .execute()
-          : db
+          : // A key made while its partner is suspended is suspended with it.
+            db
               .insertInto("partner_keys")
-              .values({ ...base, partner_id: key.ownerId })
+              .values((eb) => ({
+                ...base,
+                partner_id: key.ownerId,
+                suspended_at: eb
+                  .selectFrom("partners")
+                  .select("suspended_at")
+                  .where("id", "=", key.ownerId),
+              }))
               .execute(),
       );
       const { secretHash: _, ...rest } = key;

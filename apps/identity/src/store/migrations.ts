@@ -4,6 +4,7 @@ import type { AnyDb } from "./migrations/any-db.ts";
 import { createAuditEvents } from "./migrations/audit-events.ts";
 import { createCoreTables } from "./migrations/core-tables.ts";
 import { dashboardMigration } from "./migrations/dashboard-tables.ts";
+import { prepareDataLifecycle } from "./migrations/data-lifecycle.ts";
 import { keepDepartedPartnerActivity } from "./migrations/departed-partner-activity.ts";
 import { createKeyChangeLog } from "./migrations/key-change-triggers.ts";
 import { keyEpochMigration } from "./migrations/key-epoch.ts";
@@ -140,4 +141,5 @@ export const identityMigrations = (engine: Engine): Record<string, Migration> =>
     },
   },
   "0014_audit_events": { up: (db: AnyDb) => createAuditEvents(db, engine) },
+  "0015_data_lifecycle": { up: (db: AnyDb) => prepareDataLifecycle(db, engine) },
 });

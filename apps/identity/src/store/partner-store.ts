@@ -17,6 +17,8 @@ export interface Partner {
   siteVerifiedAt: number | null;
   /** The origin that check fetched: the verification holds for this origin only. */
   siteVerifiedOrigin: string | null;
+  /** When the operator suspended it (`agentpass-server partners suspend`); null: it is not. */
+  suspendedAt: number | null;
 }
 
 /** A partner as its owner describes it. */
@@ -56,7 +58,14 @@ export function createPartnerStore(
           })
           .execute(),
       );
-      return { id, ...partner, siteToken: null, siteVerifiedAt: null, siteVerifiedOrigin: null };
+      return {
+        id,
+        ...partner,
+        siteToken: null,
+        siteVerifiedAt: null,
+        siteVerifiedOrigin: null,
+        suspendedAt: null,
+      };
     },
 
     async findPartner(id: string): Promise<Partner | undefined> {
@@ -84,6 +93,7 @@ export function createPartnerStore(
         .selectFrom("partners")
         .selectAll()
         .where("listed", "=", 1)
+        .where("suspended_at", "is", null)
         .orderBy("name")
         .orderBy("id")
         .execute();
@@ -171,5 +181,6 @@ function toPartner(row: IdentityDatabase["partners"]): Partner {
     siteToken: row.site_token,
     siteVerifiedAt: row.site_verified_at,
     siteVerifiedOrigin: row.site_verified_origin,
+    suspendedAt: row.suspended_at === null ? null : Number(row.suspended_at),
   };
 }

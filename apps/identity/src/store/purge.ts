@@ -1,5 +1,6 @@
 import type { Engine, OpenedDatabase } from "@agentpass/db";
 import { sql } from "kysely";
+import { DEFAULT_RETENTION, type Retention } from "../config.ts";
 import { KEY_CHANGE_RETENTION_MS } from "./key-changes.ts";
 import type { IdentityDatabase } from "./schema.ts";
 
@@ -18,17 +19,20 @@ export interface ExpiringTable {
   keptMs: number;
   /** A column that, once set, keeps the row (an OAuth client a code was issued to). */
   unlessSet?: string;
+  /** The column holds a UTC day (`YYYY-MM-DD`), not epoch milliseconds. */
+  day?: boolean;
 }
 
-/** Audit events are kept this long unless AUDIT_RETENTION_DAYS says otherwise. */
-export const DEFAULT_AUDIT_RETENTION_DAYS = 400;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
  * What expires, by table: the column that says when a row ends (each has an index), and how
- * long past it the row is kept; audit events `auditRetentionDays` after they happened.
+ * long past it the row is kept. Codes, sessions and counters end when they expire; the rest
+ * after their *_RETENTION_DAYS: audit events, partners' daily counts, a person's record of the
+ * partners that learned their email (after the partner last verified), and revoked keys (their
+ * grants go with them).
  */
-export const expiringTables = (auditRetentionDays: number): readonly ExpiringTable[] => [
+export const expiringTables = (retention: Retention): readonly ExpiringTable[] => [
   { table: "sign_in_codes", column: "expires_at", keptMs: 0 },
   { table: "device_codes", column: "expires_at", keptMs: 0 },
   { table: "web_sessions", column: "expires_at", keptMs: 0 },
@@ -42,11 +46,21 @@ export const expiringTables = (auditRetentionDays: number): readonly ExpiringTab
     keptMs: UNUSED_CLIENT_LIFETIME_MS,
     unlessSet: "last_used_at",
   },
-  { table: "audit_events", column: "at", keptMs: auditRetentionDays * DAY_MS },
+  { table: "instances", column: "seen_at", keptMs: DAY_MS },
+  { table: "audit_events", column: "at", keptMs: retention.auditDays * DAY_MS },
+  { table: "usage_daily", column: "day", keptMs: retention.usageDays * DAY_MS, day: true },
+  { table: "partner_activity", column: "last_at", keptMs: retention.activityDays * DAY_MS },
+  {
+    table: "departed_partner_activity",
+    column: "last_at",
+    keptMs: retention.activityDays * DAY_MS,
+  },
+  { table: "user_keys", column: "revoked_at", keptMs: retention.revokedKeyDays * DAY_MS },
+  { table: "partner_keys", column: "revoked_at", keptMs: retention.revokedKeyDays * DAY_MS },
 ];
 
-/** `expiringTables` with the default audit retention. */
-export const EXPIRING = expiringTables(DEFAULT_AUDIT_RETENTION_DAYS);
+/** `expiringTables` with the default retention. */
+export const EXPIRING = expiringTables(DEFAULT_RETENTION);
 
 /**
  * One batch of a purge: at most `PURGE_BATCH` rows of `table` whose `column` is before
@@ -61,7 +75,7 @@ export function purgeBatch(
   engine: Engine,
   table: string,
   column: string,
-  before: number,
+  before: number | string,
   unlessSet?: string,
 ) {
   const address = sql.raw(engine === "postgres" ? "ctid" : "rowid");
@@ -75,21 +89,23 @@ export function purgeBatch(
 }
 
 /**
- * Deletes what has expired by `now`: sign-in codes (with the addresses of people who never
- * signed up), device codes, web sessions, remembered browsers, OAuth codes, old rate-limit
- * counters, old entries of the key change log, registered OAuth clients never used, and audit
- * events past their retention. Each statement deletes at most `PURGE_BATCH`
- * rows found through the table's index on its expiry (`purgeBatch`), so a purge costs in
- * proportion to what it deletes, never a scan of the table. Answers the rows deleted, by table.
+ * Deletes what has expired by `now` (`expiringTables`): sign-in codes (with the addresses of
+ * people who never signed up), device codes, web sessions, remembered browsers, OAuth codes, old
+ * rate-limit counters, old entries of the key change log, registered OAuth clients never used,
+ * and what is past its retention; then the sealing keys retired longer than their retention.
+ * Each statement deletes at most `PURGE_BATCH` rows found through the table's index on its
+ * expiry (`purgeBatch`), so a purge costs in proportion to what it deletes, never a scan of the
+ * table. Answers the rows deleted, by table.
  */
 export async function purgeExpired(
   database: Pick<OpenedDatabase<IdentityDatabase>, "write" | "engine">,
   now: number,
-  tables: readonly ExpiringTable[] = EXPIRING,
+  retention: Retention = DEFAULT_RETENTION,
 ): Promise<Record<string, number>> {
   const deleted: Record<string, number> = {};
-  for (const { table, column, keptMs, unlessSet } of tables) {
-    const statement = purgeBatch(database.engine, table, column, now - keptMs, unlessSet);
+  for (const { table, column, keptMs, unlessSet, day } of expiringTables(retention)) {
+    const before = day ? new Date(now - keptMs).toISOString().slice(0, 10) : now - keptMs;
+    const statement = purgeBatch(database.engine, table, column, before, unlessSet);
     deleted[table] = 0;
     for (;;) {
       const result = await database.write((db) => statement.execute(db));
@@ -98,7 +114,20 @@ export async function purgeExpired(
       if (count < PURGE_BATCH) break;
     }
   }
+  const retired = now - retention.sealingKeyDays * DAY_MS;
+  const sealing = await database.write((db) => purgeRetiredSealingKeys(retired).execute(db));
+  deleted.sealing_keys = Number(sealing.numAffectedRows ?? 0n);
   return deleted;
+}
+
+/**
+ * The sealing keys a newer key replaced before `before`: a key stops opening tokens issued after
+ * its successor was made (+ clock skew), and those expire 5 minutes later, so after that it
+ * opens nothing. The newest key is never among them. A few rows: no batches, no index.
+ */
+export function purgeRetiredSealingKeys(before: number) {
+  return sql`DELETE FROM sealing_keys WHERE EXISTS (SELECT 1 FROM sealing_keys newer
+    WHERE newer.created_at > sealing_keys.created_at AND newer.created_at < ${before})`;
 }
 
 /** How often each instance purges. Several instances purging at once only share the work. */
@@ -112,11 +141,11 @@ export function schedulePurges(
   database: Pick<OpenedDatabase<IdentityDatabase>, "write" | "engine">,
   clock: () => number,
   onError: (error: unknown) => void,
-  tables: readonly ExpiringTable[] = EXPIRING,
+  retention: Retention = DEFAULT_RETENTION,
 ) {
   let running: Promise<void> | undefined;
   const run = () => {
-    running ??= purgeExpired(database, clock(), tables)
+    running ??= purgeExpired(database, clock(), retention)
       .then(() => undefined, onError)
       .finally(() => {
         running = undefined;

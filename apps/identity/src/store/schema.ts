@@ -50,8 +50,11 @@ export interface IdentityDatabase {
     site_verified_at: number | null;
     /** The origin (scheme, host, port) that check fetched. */
     site_verified_origin: string | null;
+    /** When the operator suspended the partner (migration 0015); null: not suspended. */
+    suspended_at: number | null;
   };
-  partner_keys: KeyTable & { partner_id: string };
+  /** `suspended_at`: the partner's, copied on each of its keys (migration 0015). */
+  partner_keys: KeyTable & { partner_id: string; suspended_at: number | null };
   sealing_keys: {
     /** 8 hex characters, carried in every token the key seals. */
     id: string;
@@ -177,6 +180,7 @@ export interface IdentityDatabase {
    * Security events (migration 0014, `domain/audit.ts`), in the order stored; purged
    * `AUDIT_RETENTION_DAYS` after `at`. Never a secret.
    */
+  instances: InstancesTable;
   audit_events: {
     id: Generated<number>;
     at: number;
@@ -193,6 +197,17 @@ export interface IdentityDatabase {
     /** JSON object of names and counts. */
     detail: string | null;
   };
+}
+
+/**
+ * The serving instances (migration 0015, `store/instance-store.ts`), each with a check value of
+ * its secret (`secretCheck`), never the secret; a row not seen for a day is purged.
+ */
+export interface InstancesTable {
+  id: string;
+  secret_check: string;
+  started_at: number;
+  seen_at: number;
 }
 
 interface KeyTable {

@@ -87,7 +87,7 @@ export interface Store {
   findPartner(id: string): Promise<Partner | undefined>;
   /** The partners an account owns, oldest first. */
   listPartnersOwnedBy(accountId: string): Promise<Partner[]>;
-  /** The public directory: listed partners by name. */
+  /** The public directory: listed partners by name, less those suspended. */
   listListedPartners(): Promise<Partner[]>;
   /** Changes a partner's details; `clearSiteVerification` in the same write. */
   updatePartner(

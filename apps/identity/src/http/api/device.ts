@@ -9,6 +9,8 @@ import {
 import { CLI_CLIENT_ID } from "../../domain/oauth.ts";
 import { type RateLimiter, tooManyRequests } from "../../infra/rate-limit.ts";
 import { ERRORS } from "../errors.ts";
+import { clientOf } from "../web/audit.ts";
+import { recordGrantCreated } from "./oauth/grant-audit.ts";
 
 export const DeviceCodeRequest = z.object({
   client_name: z
@@ -177,6 +179,12 @@ export function deviceEndpoints(
             headers: NO_STORE,
           };
         }
+        await recordGrantCreated(ctx, clientOf(request), {
+          id: result.keyId,
+          accountId: result.accountId,
+          clientId: CLI_CLIENT_ID,
+          clientName: result.clientName,
+        });
         return {
           status: 200,
           body: { user_key: result.userKey, key_id: result.keyId },

@@ -94,7 +94,10 @@ export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits):
       if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {
         return REFUSALS.invalidJsonBody;
       }
-      const audience = (fields as { audience?: unknown }).audience ?? null;
+      // The documented schema judges the audience; the domain refuses a malformed one only
+      // after the key, so an unauthenticated caller gets 401 whatever it sent.
+      const parsed = MintRequest.safeParse(fields);
+      const audience = parsed.success ? { partnerId: parsed.data.audience ?? null } : "malformed";
 
       const result = await mintSessionToken(ctx, bearer.value, audience, limits.perUserKey);
       if (result.ok) {

@@ -20,7 +20,7 @@ import { notFoundPage } from "../web/error-page.ts";
 import { notice } from "../web/flash.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
-import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
+import { csrfField, flashNotice, formatTime, html, renderPage } from "../web/page.ts";
 import { htmlAnswer } from "../web/page-answers.ts";
 import { siteCheckOutcome, siteSection } from "../web/site-section.ts";
 import { usageChart } from "../web/usage-chart.ts";
@@ -102,7 +102,11 @@ ${
         title: partner.name,
         session: web.session,
         csrf: web.csrf,
-        body: html`${flashNotice(web.flash)}${error ? invalid(error) : ""}${created}<p>Partner id <code>${partner.id}</code> (agents pass it as <code>--audience</code> to make tokens only you can verify).</p>
+        body: html`${flashNotice(web.flash)}${error ? invalid(error) : ""}${created}${
+          partner.suspendedAt === null
+            ? ""
+            : html`<p class="error" role="alert">Suspended by the operator of this service since ${formatTime(partner.suspendedAt)}: verifications with its keys are refused (403) and the directory does not list it, until the operator reinstates it.</p>`
+        }<p>Partner id <code>${partner.id}</code> (agents pass it as <code>--audience</code> to make tokens only you can verify).</p>
 <h2>Website verification</h2>${site}
 <h2>Usage</h2>${usageChart(usage.counts, usage.days)}
 <h2>Partner keys</h2>

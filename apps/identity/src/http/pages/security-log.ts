@@ -21,6 +21,7 @@ const WHAT: Record<AuditAction, string> = {
   "partner_key.revoke": "Partner key revoked",
   "consent.approve": "App allowed",
   "consent.deny": "App denied",
+  "grant.create": "App connected",
   "grant.revoke": "Connected app revoked",
   "device_login.approve": "Device login approved",
   "device_login.deny": "Device login denied",
@@ -28,12 +29,24 @@ const WHAT: Record<AuditAction, string> = {
   "partner.update": "Partner changed",
   "partner.verify_site": "Partner website checked",
   "partner.delete": "Partner deleted",
+  "partner.suspend": "Partner suspended",
+  "partner.reinstate": "Partner reinstated",
   "partner_resource.add": "Partner resource added",
   "partner_resource.remove": "Partner resource removed",
   "account.create": "Account created",
   "account.delete": "Account deleted",
+  "account.export": "Account data exported",
   "sealing_key.rotate": "Sealing key rotated",
   "sealing_key.rewrap": "Sealing keys rewrapped",
+};
+
+/** Who acted, when it was neither the person nor the service. */
+const BY: Record<string, string> = { admin: "by the operator", client: "by the app" };
+
+/** Why the service did by itself what an event records. */
+const REASON: Record<string, string> = {
+  code_reused: "its authorization code was used twice",
+  undelivered: "the device never received it",
 };
 
 const OUTCOME: Record<string, string> = {
@@ -84,8 +97,11 @@ ${
 
 function eventRow(event: StoredAuditEvent) {
   const what = WHAT[event.action as AuditAction] ?? event.action;
-  const name = typeof event.detail?.name === "string" ? event.detail.name : null;
-  const by = event.actorKind === "admin" ? html` <span class="muted">(by the operator)</span>` : "";
+  const named = event.detail?.name ?? event.detail?.clientName;
+  const name = typeof named === "string" ? named : null;
+  const reason = typeof event.detail?.reason === "string" ? REASON[event.detail.reason] : undefined;
+  const why = BY[event.actorKind] ?? reason;
+  const by = why ? html` <span class="muted">(${why})</span>` : "";
   return html`<tr data-action="${event.action}"><td>${formatTime(event.at)}</td>
 <td>${what}${name ? html`: <strong>${name}</strong>` : ""}${by}</td>
 <td>${OUTCOME[event.outcome] ?? event.outcome}</td>

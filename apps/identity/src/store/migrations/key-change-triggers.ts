@@ -81,34 +81,52 @@ async function keyChangesPostgres(db: AnyDb): Promise<void> {
  * creates them again.
  */
 async function keyChangesSqlite(db: AnyDb): Promise<void> {
-  const watched = [
-    { table: "user_keys", hash: true },
-    { table: "partner_keys", hash: true },
-    { table: "accounts", hash: false, inserts: false },
-    { table: "sealing_keys", hash: false },
-  ];
-  for (const { table, hash, inserts = true } of watched) {
-    const { rows } = await sql<{ name: string }>`SELECT name FROM pragma_table_info(${table})
-      WHERE name <> 'last_used_at' AND (${table} <> 'accounts' OR name <> 'created_at')`.execute(
-      db,
-    );
-    const columns = rows.map((row) => row.name).join(", ");
-    const list = (row: "OLD" | "NEW", when = "") =>
-      sql.raw(`UPDATE key_epoch SET value = value + 1 WHERE id = 1 ${when};
-        INSERT INTO key_changes (epoch, table_name, row_id, secret_hash, at)
-        SELECT value, '${table}', ${row}.id, ${hash ? `${row}.secret_hash` : "NULL"},
-          CAST(unixepoch('subsec') * 1000 AS INTEGER)
-        FROM key_epoch WHERE id = 1 ${when};`);
-    const moved = hash
-      ? "AND (OLD.id IS NOT NEW.id OR OLD.secret_hash IS NOT NEW.secret_hash)"
-      : "AND OLD.id IS NOT NEW.id";
-    const trigger = (event: string) => sql.raw(`${table}_${event}_change`);
-    if (inserts) {
-      await sql`CREATE TRIGGER ${trigger("insert")} AFTER INSERT ON ${sql.raw(table)}
-        BEGIN ${list("NEW")} END`.execute(db);
-    }
+  for (const table of ["user_keys", "partner_keys", "accounts", "sealing_keys"] as const) {
+    await createSqliteChangeTriggers(db, table, ["insert", "update", "delete"]);
+  }
+}
+
+/** The tables SQLite's triggers list, and whether a row's secret hash is listed with its id. */
+const WATCHED = {
+  user_keys: { hash: true, inserts: true },
+  partner_keys: { hash: true, inserts: true },
+  accounts: { hash: false, inserts: false },
+  sealing_keys: { hash: false, inserts: true },
+} as const;
+
+/**
+ * Creates `table`'s triggers of `events` as `keyChangesSqlite` describes them. The update
+ * trigger names the columns the table has when it runs: a migration that adds a column to a
+ * watched table drops that trigger and calls this again for it.
+ */
+export async function createSqliteChangeTriggers(
+  db: AnyDb,
+  table: keyof typeof WATCHED,
+  events: readonly ("insert" | "update" | "delete")[],
+): Promise<void> {
+  const { hash, inserts } = WATCHED[table];
+  const { rows } = await sql<{ name: string }>`SELECT name FROM pragma_table_info(${table})
+    WHERE name <> 'last_used_at' AND (${table} <> 'accounts' OR name <> 'created_at')`.execute(db);
+  const columns = rows.map((row) => row.name).join(", ");
+  const list = (row: "OLD" | "NEW", when = "") =>
+    sql.raw(`UPDATE key_epoch SET value = value + 1 WHERE id = 1 ${when};
+      INSERT INTO key_changes (epoch, table_name, row_id, secret_hash, at)
+      SELECT value, '${table}', ${row}.id, ${hash ? `${row}.secret_hash` : "NULL"},
+        CAST(unixepoch('subsec') * 1000 AS INTEGER)
+      FROM key_epoch WHERE id = 1 ${when};`);
+  const moved = hash
+    ? "AND (OLD.id IS NOT NEW.id OR OLD.secret_hash IS NOT NEW.secret_hash)"
+    : "AND OLD.id IS NOT NEW.id";
+  const trigger = (event: string) => sql.raw(`${table}_${event}_change`);
+  if (inserts && events.includes("insert")) {
+    await sql`CREATE TRIGGER ${trigger("insert")} AFTER INSERT ON ${sql.raw(table)}
+      BEGIN ${list("NEW")} END`.execute(db);
+  }
+  if (events.includes("update")) {
     await sql`CREATE TRIGGER ${trigger("update")} AFTER UPDATE OF ${sql.raw(columns)}
       ON ${sql.raw(table)} BEGIN ${list("OLD", moved)} ${list("NEW")} END`.execute(db);
+  }
+  if (events.includes("delete")) {
     await sql`CREATE TRIGGER ${trigger("delete")} AFTER DELETE ON ${sql.raw(table)}
       BEGIN ${list("OLD")} END`.execute(db);
   }

@@ -2,6 +2,8 @@ import { defineEndpoint } from "@agentpass/http";
 import type { IdentityContext } from "../../../context.ts";
 import { revokeByRefreshToken } from "../../../domain/grants.ts";
 import type { RateLimiter } from "../../../infra/rate-limit.ts";
+import { clientOf } from "../../web/audit.ts";
+import { recordTokenRevoked } from "./grant-audit.ts";
 import {
   COMMON_REFUSALS,
   formBody,
@@ -47,13 +49,15 @@ export function revocationEndpoint(
       if (!counted.ok) return tooManyRequests(counted, "Too many revocations from this address");
       const read = await readForm(request, TokenForm);
       if (!read.ok) return read.answer;
-      const outcome = await revokeByRefreshToken(ctx, read.fields.token.slice(0, 1000));
-      if (outcome === "access_token") {
+      const revocation = await revokeByRefreshToken(ctx, read.fields.token.slice(0, 1000));
+      if (!revocation.ok && revocation.code === "access_token") {
         return oauthError(
           "unsupported_token_type",
           "Access tokens live 5 minutes and are not revoked one by one: revoke the refresh token",
         );
       }
+      // A token that ended nothing (unknown, or revoked already) is answered 200 and recorded not.
+      if (revocation.ok) await recordTokenRevoked(ctx, clientOf(request), revocation.revoked);
       return { status: 200, headers: NO_STORE };
     },
   });

@@ -1,4 +1,4 @@
-import { type Answer, defineEndpoint } from "@agentpass/http";
+import { type Answer, defineEndpoint, type EndpointRequest } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../../context.ts";
 import {
@@ -16,6 +16,8 @@ import {
 } from "../../../domain/oauth.ts";
 import { sealFor } from "../../../domain/session-tokens.ts";
 import type { RateLimiter } from "../../../infra/rate-limit.ts";
+import { clientOf } from "../../web/audit.ts";
+import { recordGrantCreated, recordGrantEnded } from "./grant-audit.ts";
 import {
   COMMON_REFUSALS,
   formBody,
@@ -93,12 +95,12 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
     return partnerOfResource(ctx, fields.resource);
   }
 
-  async function deviceGrant(fields: TokenFields, clientAddress: string): Promise<Answer> {
+  async function deviceGrant(fields: TokenFields, request: EndpointRequest): Promise<Answer> {
     const { device_code: deviceCode, client_id: clientId } = fields;
     if (!deviceCode || !clientId) {
       return oauthError("invalid_request", "Send device_code and client_id");
     }
-    if (!(await resolveClient(ctx, deps, clientId, clientAddress))) {
+    if (!(await resolveClient(ctx, deps, clientId, request.clientIp()))) {
       return oauthError("invalid_client", "Unknown client");
     }
     const audience = await audienceOf(fields);
@@ -107,12 +109,19 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
     const polled = await pollDeviceLogin(ctx, code, clientId);
     if (!polled.ok) return oauthError(polled.error, POLL_ERROR_DESCRIPTIONS[polled.error]);
     const given = { keyId: polled.keyId, accountId: polled.accountId };
+    const { clientName } = polled;
+    const grant = { id: given.keyId, accountId: given.accountId, clientId, clientName };
+    const client = clientOf(request);
+    await recordGrantCreated(ctx, client, grant);
     const sealed = sealFor(ctx, { id: polled.keyId, ownerId: polled.accountId }, audience);
     return tokenAnswer(
       { ok: true, accessToken: sealed.sessionToken, expiresIn, refreshToken: polled.userKey },
       // Spent only when the answer reached the device: else the grant is taken back.
       (written) => {
-        if (!written) void undoDevicePoll(ctx, code, given).catch(() => {});
+        if (written) return;
+        void undoDevicePoll(ctx, code, given)
+          .then(() => recordGrantEnded(ctx, client, grant, "undelivered"))
+          .catch(() => {});
       },
     );
   }
@@ -143,22 +152,25 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
 
   async function authorizationCodeGrant(
     fields: TokenFields,
-    clientAddress: string,
+    request: EndpointRequest,
   ): Promise<Answer> {
     const { code, redirect_uri: redirectUri, client_id: clientId, code_verifier } = fields;
     if (!code || !redirectUri || !clientId || !code_verifier) {
       return oauthError("invalid_request", "Send code, redirect_uri, client_id and code_verifier");
     }
-    return tokenAnswer(
-      await redeemAuthorizationCode(ctx, {
-        code,
-        redirectUri,
-        clientId,
-        verifier: code_verifier,
-        resource: fields.resource,
-        clientAddress,
-      }),
-    );
+    const redeemed = await redeemAuthorizationCode(ctx, {
+      code,
+      redirectUri,
+      clientId,
+      verifier: code_verifier,
+      resource: fields.resource,
+      clientAddress: request.clientIp(),
+    });
+    if (redeemed.ok) await recordGrantCreated(ctx, clientOf(request), redeemed.grant);
+    else if (redeemed.revokedGrant) {
+      await recordGrantEnded(ctx, clientOf(request), redeemed.revokedGrant, "code_reused");
+    }
+    return tokenAnswer(redeemed);
   }
 
   return defineEndpoint({
@@ -193,11 +205,11 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
       const { fields } = read;
       switch (fields.grant_type) {
         case DEVICE_CODE_GRANT:
-          return deviceGrant(fields, request.clientIp());
+          return deviceGrant(fields, request);
         case "refresh_token":
           return refreshTokenGrant(fields, request.clientIp());
         case "authorization_code":
-          return authorizationCodeGrant(fields, request.clientIp());
+          return authorizationCodeGrant(fields, request);
         default:
           return oauthError("unsupported_grant_type", "Unsupported grant_type");
       }
