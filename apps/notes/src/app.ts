@@ -61,7 +61,7 @@ export function createNotesApi(
      * Why `/readyz` fails though the database answers (`shutting_down`, `partner_key_revoked`,
      * …); unset: never.
      */
-    notReady?: () => string | null;
+    notReady?: () => string | null | Promise<string | null>;
   },
 ): { listener: Listener; endpoints: Endpoint[] } {
   const { publicUrl } = options;

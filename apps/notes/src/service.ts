@@ -41,6 +41,9 @@ const WITHOUT_PARTNER_KEY: Verifier = {
   }),
 };
 
+/** The session token of the start's readiness probe: well formed, and opens nothing. */
+export const READINESS_PROBE_TOKEN = "aps_readiness-probe";
+
 export interface NotesService {
   /** Answers every request. */
   listener: Listener;
@@ -129,6 +132,16 @@ export async function openNotesService(
             }),
           )
         : watchPartnerKey(WITHOUT_PARTNER_KEY, "partner_key_missing");
+    // What AgentPass says of our partner key at start, before any call asks: a deploy with a
+    // wrong or revoked key is not ready from its first /readyz. A token that opens nothing asks
+    // about the key alone (it counts as one failed verification on the partner's usage).
+    const startProbe =
+      config.partnerKey && !options.verifier
+        ? watched.verifier.verify(READINESS_PROBE_TOKEN).then(
+            () => undefined,
+            () => undefined,
+          )
+        : Promise.resolve();
     let draining = false;
     const ctx: NotesContext = {
       store: createNotesStore(database, config.limits),
@@ -147,7 +160,10 @@ export async function openNotesService(
       publicUrl: config.publicUrl,
       agentpassUrl: config.agentpassUrl,
       metrics,
-      notReady: () => (draining ? "shutting_down" : watched.partnerKeyRefused()),
+      notReady: async () => {
+        await startProbe;
+        return draining ? "shutting_down" : watched.partnerKeyRefused();
+      },
     });
     const loopback = createLoopbackClient(listener);
     return {
@@ -160,6 +176,7 @@ export async function openNotesService(
         draining = true;
       },
       close: async () => {
+        await startProbe;
         await loopback.close();
         await database.close();
       },

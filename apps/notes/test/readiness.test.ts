@@ -35,6 +35,26 @@ for (const engine of testEngines()) {
         reason: "partner_key_revoked",
       });
       assert.equal((await notes.call(null, "GET", "/healthz")).status, 200, "it is alive");
+
+      // Another instance started with that key knows it from its first /readyz, before any call.
+      const loaded = loadNotesConfig({
+        DATA_DIR: notes.database.dataDir,
+        DATABASE_URL: notes.database.databaseUrl ?? "",
+        AGENTPASS_URL: notes.identity.url,
+        AGENTPASS_PARTNER_KEY: notes.partner.key,
+      });
+      assert.ok(loaded.ok);
+      const started = await openNotesService(loaded.config, {
+        clock: notes.now,
+        logger: pino({ level: "silent" }),
+      });
+      try {
+        const first = await started.request("/readyz");
+        assert.equal(first.status, 503);
+        assert.equal(((await first.json()) as { reason: string }).reason, "partner_key_revoked");
+      } finally {
+        await started.close();
+      }
     });
   });
 }

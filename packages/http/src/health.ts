@@ -20,7 +20,7 @@ const NOT_READY = { status: 503, headers: { "Retry-After": "5" } } as const;
  */
 export function healthEndpoints(
   check: () => Promise<unknown>,
-  notReady: () => string | null,
+  notReady: () => string | null | Promise<string | null>,
 ): Endpoint[] {
   return [
     defineEndpoint({
@@ -53,7 +53,7 @@ export function healthEndpoints(
         } catch {
           return { ...NOT_READY, body: { ok: false, database: false } };
         }
-        const reason = notReady();
+        const reason = await notReady();
         if (reason === null) return { status: 200, body: { ok: true, database: true } };
         return { ...NOT_READY, body: { ok: false, database: true, reason } };
       },

@@ -49,7 +49,7 @@ export async function openTestNotes(
     database: { dataDir: database.dataDir, databaseUrl: database.databaseUrl },
     store: service.ctx.store,
     identity,
-    partner: { id: partner.id, keyId: partnerKey.id },
+    partner: { id: partner.id, keyId: partnerKey.id, key: partnerKey.key },
     now: clock,
     advance(ms: number) {
       now += ms;
