@@ -46,7 +46,8 @@ export async function runAccountsCommand(
   const subject = { kind: "account", id };
   switch (action) {
     case "show": {
-      const record = (await ctx.operator.accountRecord(id)) as AccountRecord;
+      const record = await ctx.operator.accountRecord(id);
+      if (!record) return { ok: false, error: `No account for ${email}` };
       const summary = summarize(record);
       return { ok: true, output: options.json ? JSON.stringify(summary) : summaryText(summary) };
     }
