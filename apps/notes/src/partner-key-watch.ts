@@ -1,5 +1,8 @@
 import type { Verifier } from "@agentpass/verify";
 
+/** The refusal of a token that AgentPass gives only after it accepted the partner key. */
+const KEY_JUDGED = "session_token_invalid";
+
 /** A verifier that also remembers whether AgentPass refused our partner key on its last answer. */
 export interface WatchedVerifier {
   verifier: Verifier;
@@ -12,10 +15,12 @@ export interface WatchedVerifier {
 }
 
 /**
- * Watches the answers of `verifier`: a `partner_key_*` code refuses the key; a success, or an
- * answer about the token (a 2xx–4xx that names no partner key), accepts it again. No answer at
- * all (AgentPass unreachable, a 5xx) says nothing of the key and changes nothing. `refused` is
- * the state at start (`partner_key_missing` when no key is configured).
+ * Watches the answers of `verifier`: a `partner_key_*` code refuses the key; a success, or a
+ * refusal of the token that AgentPass makes only once the key is judged (`session_token_invalid`),
+ * accepts it again. Any other answer says nothing of the key and changes nothing: no answer
+ * (AgentPass unreachable, a 5xx), a 429, or a 400 for a malformed token, which AgentPass gives
+ * before it looks at the key and the library gives without asking. `refused` is the state at
+ * start (`partner_key_missing` when no key is configured).
  */
 export function watchPartnerKey(
   verifier: Verifier,
@@ -25,7 +30,7 @@ export function watchPartnerKey(
   const note = <T extends { ok: boolean; status: number; code?: string }>(result: T): T => {
     const code = result.ok ? undefined : result.code;
     if (code?.startsWith("partner_key_")) refusedWith = code;
-    else if (result.ok || (result.status >= 200 && result.status < 500)) refusedWith = null;
+    else if (result.ok || code === KEY_JUDGED) refusedWith = null;
     return result;
   };
   const { introspect } = verifier;

@@ -110,6 +110,15 @@ describe("GET /readyz of the notes API, as its partner key is refused and accept
         503,
         "no answer says nothing of the key",
       );
+      // A malformed token is refused before the key is looked at (or without asking at all).
+      answer = {
+        ok: false,
+        error: "Missing or invalid sessionToken",
+        status: 400,
+        code: "session_token_field_invalid",
+      };
+      await call(service, "/api/notes");
+      assert.equal((await call(service, "/readyz")).status, 503, "a 400 says nothing of the key");
     } finally {
       await service.close();
     }
