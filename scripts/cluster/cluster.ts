@@ -1,11 +1,15 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createTestDatabase, startDatabaseProxy, startTcpProxy } from "@agentpass/db/testing";
+import {
+  createTestDatabase,
+  freePort,
+  startDatabaseProxy,
+  startTcpProxy,
+} from "@agentpass/db/testing";
 import { Redis } from "ioredis";
 import { type Haproxy, startHaproxy } from "./haproxy.ts";
 import { type ServiceInstance, startInstance } from "./instance.ts";
@@ -221,16 +225,5 @@ function runNode(
     });
     child.once("error", reject);
     child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
   });
 }

@@ -79,7 +79,13 @@ export async function startHaproxy(services: BalancedService[]): Promise<Haproxy
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  let running = true;
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      running = false;
+      resolve();
+    }),
+  );
 
   async function states(): Promise<Record<string, string>> {
     const csv = await askStatsSocket(statsSocket, "show stat");
@@ -102,6 +108,8 @@ export async function startHaproxy(services: BalancedService[]): Promise<Haproxy
   async function waitFor(server: string, state: "UP" | "DOWN", timeoutMs = 15_000) {
     const started = performance.now();
     while (performance.now() - started < timeoutMs) {
+      // A haproxy that could not start (a port taken) says why in its log: no use waiting.
+      if (!running) throw new Error(`haproxy exited before ${server} was ${state}`);
       const now = await states().catch(() => ({}) as Record<string, string>);
       if (now[server] === state) return performance.now();
       await new Promise((resolve) => setTimeout(resolve, 50));

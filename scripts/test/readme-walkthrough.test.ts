@@ -9,11 +9,11 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { freePort } from "@agentpass/db/testing";
 import { loadConfig } from "../../apps/identity/src/config.ts";
 import { findAccountByEmail } from "../../apps/identity/src/domain/accounts.ts";
 import { decideDeviceLogin } from "../../apps/identity/src/domain/device-login.ts";
@@ -108,15 +108,6 @@ function snippet(id: SnippetId): string {
   const [only] = matches;
   assert.ok(only && matches.length === 1, `the snippet ${id} is on exactly one page`);
   return only.code;
-}
-
-/** A port free on loopback now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 interface Run {

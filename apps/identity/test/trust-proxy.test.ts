@@ -2,11 +2,10 @@ import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { testEngines } from "@agentpass/db/testing";
+import { freePort, testEngines } from "@agentpass/db/testing";
 import { type RunningServer, startServer } from "@agentpass/http";
 import { generateKey } from "../src/domain/keys.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
@@ -57,15 +56,6 @@ async function statuses(count: number, send: () => Promise<number>): Promise<num
 }
 
 const refusedAfterLimit = [...Array(LIMIT).fill(401), 429];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Debian's haproxy in front of `backend`, adding X-Forwarded-For as it does in production. */
 async function startHaproxy(backend: RunningServer) {

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { randomBytes, randomInt } from "node:crypto";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -239,15 +239,34 @@ max_client_conn = 500
   };
 }
 
-/** A TCP port free on the loopback interface now (for a server a test starts). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A TCP port free on the loopback interface now, for a server a test starts by number (an
+ * haproxy, a pgbouncer, a service). Drawn below the kernel's ephemeral range
+ * (`ip_local_port_range`): a port the kernel hands out (`listen(0)`, an outgoing connection) is
+ * handed out again to any process once released, which then held it when the test's server
+ * bound it (haproxy: "cannot bind socket (Address already in use)").
+ */
+export async function freePort(): Promise<number> {
+  const [lowest = 32_768] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+    .trim()
+    .split(/\s+/)
+    .map(Number);
+  const below = Math.max(LOWEST_TEST_PORT + 1000, lowest);
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = LOWEST_TEST_PORT + randomInt(below - LOWEST_TEST_PORT);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port from ${LOWEST_TEST_PORT} to ${below}`);
+}
+
+/** The lowest port `freePort` draws: above the well-known and most registered ones. */
+const LOWEST_TEST_PORT = 20_000;
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
 
