@@ -19,7 +19,7 @@ export interface StartedProduct {
  * Environment: the identity service's variables (PORT 4000, DATA_DIR, DATABASE_URL, …); the
  * notes API takes NOTES_PORT (4001) and NOTES_DATABASE_URL (unset: SQLite in DATA_DIR). DATA_DIR
  * defaults to `data/` at the repository's root whatever the working folder, as the admin command
- * lines do (`DEFAULT_DATA_DIR` of each config), so they find this database.
+ * lines do (`DEFAULT_DATA_DIR`, `@agentpass/db`), so they find this database.
  */
 export async function startProduct(
   env: Record<string, string | undefined>,

@@ -1,17 +1,13 @@
 import { recordAdminAction } from "./audit-command.ts";
+import { type CommandAnswer, listCommand } from "./command-answer.ts";
 import type { Needs } from "./context.ts";
 import { deleteAccount, findAccountByEmail } from "./domain/accounts.ts";
-import type { CommandAnswer } from "./partner-resources-command.ts";
 import type { AccountRecord, AccountRow, OperatorStore } from "./store/operator-store.ts";
-
-/** Rows `accounts list` and `partners list` print unless `--limit` says otherwise, and the most. */
-export const LIST_DEFAULT_LIMIT = 100;
-export const LIST_MAX_LIMIT = 100_000;
 
 export type AccountsAction = "list" | "show" | "export" | "delete";
 
 /** The operator's context: the service's, and the store of listings and records. */
-export type OperatorContext = Needs<"store" | "audit" | "oauth" | "usage" | "clock"> & {
+export type OperatorContext = Needs<"store" | "audit" | "usage" | "clock"> & {
   operator: OperatorStore;
 };
 
@@ -28,11 +24,7 @@ export async function runAccountsCommand(
   options: { json: boolean; limit: string | undefined },
 ): Promise<CommandAnswer> {
   if (action === "list") {
-    const limit = parseLimit(options.limit);
-    if (typeof limit === "string") return { ok: false, error: limit };
-    const accounts = await ctx.operator.listAccounts(limit);
-    if (options.json) return { ok: true, output: JSON.stringify(accounts.map(presentAccount)) };
-    return { ok: true, output: accounts.map(accountLine).join("\n") };
+    return listCommand(options, ctx.operator.listAccounts, presentAccount, accountLine);
   }
   if (!email) return { ok: false, error: "Missing email" };
   const found = await findAccountByEmail(ctx, email);
@@ -64,15 +56,6 @@ export async function runAccountsCommand(
       return { ok: true, output: `deleted ${email}` };
     }
   }
-}
-
-/** `--limit`: a whole number from 1 to `LIST_MAX_LIMIT`, or the message saying so. */
-export function parseLimit(text: string | undefined): number | string {
-  if (text === undefined) return LIST_DEFAULT_LIMIT;
-  const limit = Number(text);
-  return Number.isInteger(limit) && limit >= 1 && limit <= LIST_MAX_LIMIT
-    ? limit
-    : `--limit must be a whole number from 1 to ${LIST_MAX_LIMIT}`;
 }
 
 const iso = (time: number) => new Date(time).toISOString();

@@ -1,5 +1,6 @@
 import { type AccountsAction, runAccountsCommand } from "./accounts-command.ts";
 import { recordAdminAction, recordAdminKeyChange, runAuditCommand } from "./audit-command.ts";
+import type { CommandAnswer } from "./command-answer.ts";
 import { SecretSchema } from "./config.ts";
 import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
 import type { AuditAction } from "./domain/audit.ts";
@@ -8,7 +9,6 @@ import type { KeyKind } from "./domain/keys.ts";
 import { createPartner } from "./domain/partners.ts";
 import type { SealingKeyInfo } from "./domain/sealing-keys.ts";
 import {
-  type CommandAnswer,
   type PartnerResourcesAction,
   runPartnerResourcesCommand,
 } from "./partner-resources-command.ts";

@@ -1,12 +1,11 @@
+import { type CommandAnswer, parseLimit } from "./command-answer.ts";
 import type { Needs } from "./context.ts";
 import { findAccountByEmail } from "./domain/accounts.ts";
 import type { AuditAction, AuditEvent } from "./domain/audit.ts";
 import type { KeyKind } from "./domain/keys.ts";
-import type { CommandAnswer } from "./partner-resources-command.ts";
 import type { AuditFilter, StoredAuditEvent } from "./store/audit-store.ts";
 
-/** Events `audit` prints unless `--limit` says otherwise, and the most it prints. */
-export const AUDIT_DEFAULT_LIMIT = 100;
+/** The most events `audit` prints (`--limit`; 100 unset, `DEFAULT_LIMIT`). */
 export const AUDIT_MAX_LIMIT = 10_000;
 
 export interface AuditCommandOptions {
@@ -26,14 +25,9 @@ export async function runAuditCommand(
   ctx: Needs<"store" | "audit">,
   options: AuditCommandOptions,
 ): Promise<CommandAnswer> {
-  const filter: AuditFilter = { limit: AUDIT_DEFAULT_LIMIT };
-  if (options.limit !== undefined) {
-    const limit = Number(options.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > AUDIT_MAX_LIMIT) {
-      return { ok: false, error: `--limit must be a whole number from 1 to ${AUDIT_MAX_LIMIT}` };
-    }
-    filter.limit = limit;
-  }
+  const limit = parseLimit(options.limit, AUDIT_MAX_LIMIT);
+  if (typeof limit === "string") return { ok: false, error: limit };
+  const filter: AuditFilter = { limit };
   for (const bound of ["since", "until"] as const) {
     const text = options[bound];
     if (text === undefined) continue;

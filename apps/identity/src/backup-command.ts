@@ -1,6 +1,6 @@
 import { backupDatabase } from "@agentpass/db";
+import type { CommandAnswer } from "./command-answer.ts";
 import type { Config } from "./config.ts";
-import type { CommandAnswer } from "./partner-resources-command.ts";
 import { openIdentityDatabase } from "./service.ts";
 
 /**

@@ -1,6 +1,6 @@
-import { fileURLToPath } from "node:url";
 import {
   type DatabaseSettings,
+  DEFAULT_DATA_DIR,
   databaseSettings,
   ensureDataDir,
   toDatabaseSettings,
@@ -15,13 +15,6 @@ import {
   urlSetting,
 } from "@agentpass/http";
 import { z } from "zod";
-
-/**
- * `data/` at the repository's root, where `npm start` keeps both services' SQLite files: the
- * admin command lines find the same database from any working folder, never a new empty one
- * in the folder they were started from. A DATA_DIR that is set is taken as given.
- */
-export const DEFAULT_DATA_DIR = fileURLToPath(new URL("../../../data", import.meta.url));
 
 const port = z.coerce.number().int().min(0).max(65535);
 const perMinute = z.coerce.number().int().min(1).max(1_000_000_000);

@@ -1,8 +1,6 @@
+import type { CommandAnswer } from "./command-answer.ts";
 import type { Needs } from "./context.ts";
 import { addPartnerResource, partnerResources, removePartnerResource } from "./domain/oauth.ts";
-
-/** What a command prints on stdout, or why it refused (stderr, exit 1). */
-export type CommandAnswer = { ok: true; output: string } | { ok: false; error: string };
 
 export type PartnerResourcesAction = "add" | "list" | "remove";
 

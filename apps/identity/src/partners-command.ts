@@ -1,8 +1,9 @@
-import { type OperatorContext, parseLimit } from "./accounts-command.ts";
+import type { OperatorContext } from "./accounts-command.ts";
 import { recordAdminAction } from "./audit-command.ts";
+import type { CommandAnswer } from "./command-answer.ts";
+import { listCommand } from "./command-answer.ts";
 import { isId } from "./domain/ids.ts";
 import { deletePartner } from "./domain/partners.ts";
-import type { CommandAnswer } from "./partner-resources-command.ts";
 import type { PartnerRow } from "./store/operator-store.ts";
 
 export type PartnersAction = "list" | "suspend" | "reinstate" | "delete";
@@ -20,11 +21,7 @@ export async function runPartnersCommand(
   options: { json: boolean; limit: string | undefined },
 ): Promise<CommandAnswer> {
   if (action === "list") {
-    const limit = parseLimit(options.limit);
-    if (typeof limit === "string") return { ok: false, error: limit };
-    const partners = await ctx.operator.listPartners(limit);
-    if (options.json) return { ok: true, output: JSON.stringify(partners.map(presentPartner)) };
-    return { ok: true, output: partners.map(partnerLine).join("\n") };
+    return listCommand(options, ctx.operator.listPartners, presentPartner, partnerLine);
   }
   if (!partnerId) return { ok: false, error: "Missing partner id" };
   const partner = isId(partnerId) ? await ctx.store.findPartner(partnerId) : undefined;

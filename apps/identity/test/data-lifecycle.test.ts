@@ -232,6 +232,25 @@ for (const engine of testEngines()) {
       assert.ok(actions.includes("partner.suspend") && actions.includes("partner.reinstate"));
     });
 
+    it("deletes a partner, and its resource URL is free for another partner", async () => {
+      const owner = await identity.account();
+      const create = (name: string) =>
+        cli("partners", "create", "--name", name, "--owner", owner.email);
+      const first = await create("Leaving");
+      const url = `https://leaving-${first}.example/mcp`;
+      await cli("partner-resources", "add", first, url);
+      assert.equal(await cli("partners", "delete", first), "deleted");
+      const left = await identity.db
+        .selectFrom("partner_resources")
+        .select("url")
+        .where("partner_id", "=", first)
+        .execute();
+      assert.deepEqual(left, [], "the deleted partner's resource URLs go with it");
+      const second = await create("Arriving");
+      await cli("partner-resources", "add", second, url);
+      assert.match(await cli("partner-resources", "list", second), new RegExp(url));
+    });
+
     it("lists accounts and partners, and records a refused change", async () => {
       const owner = await identity.account();
       const partnerId = await cli("partners", "create", "--name", "Listed", "--owner", owner.email);

@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
 import {
   type DatabaseSettings,
+  DEFAULT_DATA_DIR,
   databaseSettings,
   ensureDataDir,
   toDatabaseSettings,
@@ -15,13 +15,6 @@ import {
 } from "@agentpass/http";
 import { z } from "zod";
 import { DEFAULT_NOTES_LIMITS, type NotesLimits } from "./store/limits.ts";
-
-/**
- * `data/` at the repository's root, where `npm start` keeps both services' SQLite files: the
- * admin command lines find the same database from any working folder, never a new empty one
- * in the folder they were started from. A DATA_DIR that is set is taken as given.
- */
-export const DEFAULT_DATA_DIR = fileURLToPath(new URL("../../../data", import.meta.url));
 
 /** Every setting of the notes API; nothing else reads the environment. */
 const ConfigSchema = z.object({

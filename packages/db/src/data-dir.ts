@@ -1,6 +1,14 @@
 import { accessSync, constants, mkdirSync, type Stats, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { getSystemErrorMessage } from "node:util";
+
+/**
+ * `data/` at the repository's root, where `npm start` keeps both services' SQLite files: the
+ * admin command lines find the same database from any working folder, never a new empty one
+ * in the folder they were started from. A DATA_DIR that is set is taken as given.
+ */
+export const DEFAULT_DATA_DIR = fileURLToPath(new URL("../../../data", import.meta.url));
 
 /**
  * Makes DATA_DIR if it is missing and checks that it is a directory this process can write, or

@@ -9,7 +9,7 @@ export {
   type FoundChanges,
   shareChecks,
 } from "./cached-read.ts";
-export { ensureDataDir } from "./data-dir.ts";
+export { DEFAULT_DATA_DIR, ensureDataDir } from "./data-dir.ts";
 export { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 export {
   type Engine,

@@ -67,23 +67,21 @@ export function listOwnedPartners(ctx: Needs<"store">, accountId: string): Promi
 }
 
 /**
- * Deletes a partner `accountId` owns, with its keys and usage counts. Its keys are gone, so
+ * Deletes a partner `accountId` owns, with its keys, usage counts and resource URLs (freed by a
+ * trigger, migration 0015: no token can be bound to a partner that is gone). Its keys are gone, so
  * verifications with them are refused from the next request on, in every process (the key caches
  * are checked as for a revocation). Each person whose email it saw keeps that record, with the
  * partner's name as it was (migration 0010): this instance's pending counts are written first.
  * False: no such partner of that account.
  */
 export async function deletePartner(
-  ctx: Needs<"store" | "oauth" | "usage">,
+  ctx: Needs<"store" | "usage">,
   accountId: string,
   id: string,
 ): Promise<boolean> {
   if (!isId(id)) return false;
   await ctx.usage.flush();
-  if (!(await ctx.store.deletePartner(id, accountId))) return false;
-  // Its resource URLs are free again: no token can be bound to a partner that is gone.
-  await ctx.oauth.removeResourcesOf(id);
-  return true;
+  return ctx.store.deletePartner(id, accountId);
 }
 
 /** Where a partner publishes its site token, on its website's origin. */

@@ -53,15 +53,6 @@ export function createAccountStore(
         await trx.deleteFrom("remembered_browsers").where("email", "=", account.email).execute();
         await trx.deleteFrom("sign_in_codes").where("email", "=", account.email).execute();
         await trx.deleteFrom("oauth_codes").where("account_id", "=", accountId).execute();
-        // Its partners' resource URLs (no foreign key): free again, as when a partner is deleted.
-        await trx
-          .deleteFrom("partner_resources")
-          .where(
-            "partner_id",
-            "in",
-            trx.selectFrom("partners").select("id").where("owner_account_id", "=", accountId),
-          )
-          .execute();
         await trx.deleteFrom("accounts").where("id", "=", accountId).execute();
       });
     },

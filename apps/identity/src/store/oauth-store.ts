@@ -183,12 +183,6 @@ export function createOAuthStore(
       );
     },
 
-    async removeResourcesOf(partnerId: string): Promise<void> {
-      await database.write((db) =>
-        db.deleteFrom("partner_resources").where("partner_id", "=", partnerId).execute(),
-      );
-    },
-
     async resourcesOf(partnerId: string): Promise<string[]> {
       const rows = await reads
         .selectFrom("partner_resources")

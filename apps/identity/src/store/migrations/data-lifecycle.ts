@@ -12,6 +12,8 @@ import { createSqliteChangeTriggers } from "./key-change-triggers.ts";
  *   columns it watches, so it is made again with the new one; PostgreSQL's watches every column.
  * - The serving instances, each with a check value of its secret (`store/instance-store.ts`):
  *   `sealing-keys rotate` refuses while one runs under another secret.
+ * - A partner's resource URLs (no foreign key since 0008) go with it, by a trigger: every way a
+ *   partner is deleted frees them (its owner, the admin CLI, its owner's account deleted).
  * - An index for each retention purge (usage by day, activity and revoked keys by time) and for
  *   an account's deletion (the rows that name it by its email).
  * Expand only: the release before ignores the new columns (its instances do not refuse a
@@ -34,6 +36,20 @@ export async function prepareDataLifecycle(db: AnyDb, engine: Engine): Promise<v
     started_at bigint NOT NULL,
     seen_at bigint NOT NULL
   )`.execute(db);
+  if (engine === "sqlite") {
+    await sql`CREATE TRIGGER partners_free_resources AFTER DELETE ON partners BEGIN
+      DELETE FROM partner_resources WHERE partner_id = OLD.id;
+    END`.execute(db);
+  } else {
+    await sql`CREATE FUNCTION free_partner_resources() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM partner_resources WHERE partner_id = OLD.id;
+        RETURN NULL;
+      END
+    $$`.execute(db);
+    await sql`CREATE TRIGGER partners_free_resources AFTER DELETE ON partners
+      FOR EACH ROW EXECUTE FUNCTION free_partner_resources()`.execute(db);
+  }
   const indexes = [
     sql`CREATE INDEX instances_seen ON instances (seen_at)`,
     sql`CREATE INDEX usage_daily_day ON usage_daily (day)`,
