@@ -125,6 +125,9 @@ export async function openIdentityService(
     const usage = createUsageRecorder(usageStore, (error) =>
       logger.warn({ err: error }, "could not record usage"),
     );
+    const sealingKeys = await loadSealingKeys(store, config, clock, logger);
+    // Read once the keys are loaded: loading makes DATA_DIR/identity.secret on a first start.
+    const secret = serviceSecret(config);
     const ctx: IdentityContext = {
       store,
       oauth: createOAuthStore(database),
@@ -134,9 +137,9 @@ export async function openIdentityService(
       usageStore,
       usage,
       audit: createAuditTrail(createAuditStore(database), logger, clock),
-      sealingKeys: await loadSealingKeys(store, config, clock, logger),
+      sealingKeys,
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
-      keys: serviceKeys(serviceSecret(config)),
+      keys: serviceKeys(secret),
     };
     const mailer = createMailer(config.smtpUrl, config.mailFrom, logger);
     const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
@@ -163,11 +166,11 @@ export async function openIdentityService(
       rateLimitStore,
       rateLimitSettings: config.rateLimits,
       trustProxy: config.trustProxy,
-      flashKey: deriveFlashKey(serviceSecret(config)),
+      flashKey: deriveFlashKey(secret),
       metrics,
     });
     const loopback = createLoopbackClient(listener);
-    const secretCheck = secretCheckOf(serviceSecret(config));
+    const secretCheck = secretCheckOf(secret);
     const instances = createInstanceStore(database);
     const self = { id: randomUUID(), secretCheck, startedAt: clock(), seenAt: clock() };
     const announce = () =>
