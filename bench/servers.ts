@@ -1,8 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 
@@ -39,66 +37,55 @@ export interface Server {
 /**
  * Starts `script` in its own Node process and waits for its first JSON line on stdout that has
  * a `url` (the bench's own servers print one; the services log one at start-up).
- *
- * A server's stdout (its access log) goes to a file of its own, as a log collector would take
- * it, deleted when it stops: through a pipe, the runner, which is also the load generator, would
- * have to read every line, and a server would wait on a full pipe whenever the runner was busy
- * sending requests.
  */
 export function startServer(
   name: string,
   args: string[],
   env: Record<string, string>,
 ): Promise<Server> {
-  const logFolder = mkdtempSync(join(tmpdir(), `agentpass-bench-${name}-`));
-  const logPath = join(logFolder, "stdout.log");
-  const log = openSync(logPath, "w");
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ["ignore", log, "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
-  closeSync(log);
-  const removeLog = () => rmSync(logFolder, { recursive: true, force: true });
   let errors = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     errors = (errors + chunk.toString()).slice(-4000);
   });
   return new Promise((resolve, reject) => {
-    const poll = setInterval(() => {
-      const ready = readFileSync(logPath, "utf8")
-        .split("\n")
-        .slice(0, -1)
-        .map(parseJson)
-        .find((line) => typeof line?.url === "string");
-      if (!ready) return;
-      settle();
-      resolve({
-        name,
-        url: ready.url as string,
-        pid: child.pid as number,
-        ready,
-        stop: () => stopChild(child).finally(removeLog),
-      });
-    }, 20);
+    let buffered = "";
     const timer = setTimeout(
       () => fail(new Error(`${name} did not start in 30 s:\n${errors}`)),
       30_000,
     );
-    const settle = () => {
-      clearInterval(poll);
-      clearTimeout(timer);
-      child.removeAllListeners("exit");
-    };
     const fail = (error: Error) => {
-      settle();
+      clearTimeout(timer);
       child.kill("SIGKILL");
-      removeLog();
       reject(error);
     };
     child.once("exit", (code) =>
       fail(new Error(`${name} exited (${code}) before it listened:\n${errors}`)),
     );
+    child.stdout?.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString();
+      for (const line of buffered.split("\n").slice(0, -1)) {
+        const ready = parseJson(line);
+        if (typeof ready?.url !== "string") continue;
+        clearTimeout(timer);
+        child.removeAllListeners("exit");
+        child.stdout?.removeAllListeners("data");
+        child.stdout?.resume();
+        resolve({
+          name,
+          url: ready.url,
+          pid: child.pid as number,
+          ready,
+          stop: () => stopChild(child),
+        });
+        return;
+      }
+      buffered = buffered.slice(buffered.lastIndexOf("\n") + 1);
+    });
   });
 }
 
