@@ -1,7 +1,6 @@
 import type { OperatorContext } from "./accounts-command.ts";
 import { recordAdminAction } from "./audit-command.ts";
-import type { CommandAnswer } from "./command-answer.ts";
-import { listCommand } from "./command-answer.ts";
+import { type CommandAnswer, listCommand } from "./command-answer.ts";
 import { isId } from "./domain/ids.ts";
 import { deletePartner } from "./domain/partners.ts";
 import type { PartnerRow } from "./store/operator-store.ts";
