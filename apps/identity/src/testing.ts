@@ -13,6 +13,18 @@ import { startWebSession } from "./domain/web-sessions.ts";
 import { openIdentityService } from "./service.ts";
 
 /**
+ * The rate limits count in fixed windows of a minute on the clock (`now - now % 60 s`), and
+ * tests that run on the real clock would see a count start again if a run of requests straddled
+ * a window's end. Call this before such a run: it waits for the next window to begin when fewer
+ * than `needMs` are left of the current one.
+ */
+export async function awaitRoomInRateWindow(needMs = 10_000): Promise<void> {
+  const minute = 60_000;
+  const left = minute - (Date.now() % minute);
+  if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
+
+/**
  * A real identity service on a real loopback port, on SQLite in a fresh temporary folder, for
  * the tests of the client library, the agent CLI and the notes API.
  *

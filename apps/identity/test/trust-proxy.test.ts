@@ -8,11 +8,11 @@ import { after, before, describe, it } from "node:test";
 import { freePort, testEngines } from "@agentpass/db/testing";
 import { type RunningServer, startServer } from "@agentpass/http";
 import { generateKey } from "../src/domain/keys.ts";
+import { awaitRoomInRateWindow } from "../src/testing.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
 const HAPROXY = process.env.HAPROXY_PATH ?? "/usr/sbin/haproxy";
 const LIMIT = 5;
-const MINUTE = 60_000;
 
 /**
  * One mint with an unknown (well-formed) user key, from `localAddress`, with extra headers;
@@ -42,14 +42,9 @@ function mintWithUnknownKey(
   });
 }
 
-/**
- * The limits count in fixed windows of a minute on the clock (`now - now % 60 s`), and these
- * tests run on the real one: a run of sends that straddles a window's end would start counting
- * again halfway. So a run that could reach the end waits for the next window to begin first.
- */
+/** The answers to `count` sends in a row, all within one rate-limit window. */
 async function statuses(count: number, send: () => Promise<number>): Promise<number[]> {
-  const left = MINUTE - (Date.now() % MINUTE);
-  if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+  await awaitRoomInRateWindow();
   const answers = [];
   for (let i = 0; i < count; i++) answers.push(await send());
   return answers;

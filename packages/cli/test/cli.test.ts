@@ -5,7 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { startTestIdentityService, type TestIdentityService } from "@agentpass/identity/testing";
+import {
+  awaitRoomInRateWindow,
+  startTestIdentityService,
+  type TestIdentityService,
+} from "@agentpass/identity/testing";
 
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
 
@@ -208,6 +212,8 @@ describe("agentpass CLI against a real identity service", () => {
       const key = await strict.createUserKey("busy.agent@example.com");
       secrets.push(key.key);
       const env = { AGENTPASS_URL: strict.url };
+      // The login and the two mints count in one window of the real clock.
+      await awaitRoomInRateWindow(20_000);
       assert.equal((await run(["login", "--with-key"], `${key.key}\n`, env)).code, 0);
       assert.equal((await run(["token", "--fresh"], "", env)).code, 0);
       const refused = await run(["token", "--fresh"], "", env);
