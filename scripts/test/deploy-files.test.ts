@@ -3,6 +3,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import dockerignore from "@balena/dockerignore";
 
 /**
  * What can be checked of the deploy recipe on a machine without a container daemon
@@ -99,5 +100,49 @@ describe("the deploy recipe", () => {
     assert.ok(command);
     const script = (JSON.parse(command) as string[]).find((part) => part.endsWith(".ts"));
     assert.ok(script && existsSync(join(root, script)));
+  });
+
+  it("sends no secret, database, environment file or history to the image build", () => {
+    // Matched as Docker matches its build context (a port of Docker's own matcher).
+    const ignored = dockerignore().add(readFileSync(join(root, ".dockerignore"), "utf8"));
+    for (const path of [
+      "secrets/agentpass-secret",
+      "secrets/x",
+      "deploy/secrets/notes-partner-key",
+      "data/identity.sqlite",
+      "data/identity.secret",
+      "apps/identity/data/notes.sqlite",
+      ".env",
+      ".env.local",
+      ".env.production",
+      "apps/notes/.env.local",
+      ".git/config",
+      "identity.secret",
+    ]) {
+      assert.ok(ignored.ignores(path), `${path} stays out of the image`);
+    }
+    for (const path of [
+      "apps/identity/src/bin.ts",
+      "apps/notes/src/bin.ts",
+      "package.json",
+      "package-lock.json",
+      "packages/db/src/index.ts",
+    ]) {
+      assert.ok(!ignored.ignores(path), `${path} goes into the image`);
+    }
+  });
+
+  it("runs the final stage as an unprivileged user and copies no secret into it", () => {
+    const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    const final = stages.at(-1) ?? "";
+    const users = [...final.matchAll(/^USER\s+(\S+)/gm)].map((match) => match[1]);
+    assert.ok(users.length > 0, "the final stage names a USER");
+    assert.doesNotMatch(users.at(-1) ?? "", /^(root|0)(:|$)/, "the last USER is not root");
+    for (const stage of stages) {
+      for (const copy of stage.match(/^(COPY|ADD) .*/gm) ?? []) {
+        assert.doesNotMatch(copy, /secret|\.env|(^|[\s/])data\//i, copy);
+      }
+    }
   });
 });
