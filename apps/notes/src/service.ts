@@ -59,10 +59,7 @@ export interface NotesService {
 }
 
 /** The notes database of `config`, not yet migrated. */
-export function openNotesDatabase(
-  config: NotesConfig,
-  options: { readerThreads: number; checkpointThread?: boolean },
-) {
+export function openNotesDatabase(config: NotesConfig, options: { readerThreads: number }) {
   return openDatabase<NotesDatabase>({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -71,8 +68,6 @@ export function openNotesDatabase(
     // went to the OS (a search over 2,000 matches of 100,000 notes: 14.6 → 9.8 ms with 64 MiB).
     cacheMb: NOTES_CACHE_MB,
     readerThreads: options.readerThreads,
-    // Every create and edit writes: no request waits for a checkpoint of the WAL.
-    checkpointThread: options.checkpointThread ?? false,
     poolSize: config.databasePool.size,
     poolMode: config.databasePool.mode,
   });
@@ -99,10 +94,7 @@ export async function openNotesService(
   const logger =
     options.logger ??
     pino({ level: config.logLevel, base: { service: "agentpass-notes" } }, createLogDestination(1));
-  const database = openNotesDatabase(config, {
-    readerThreads: config.readerThreads,
-    checkpointThread: true,
-  });
+  const database = openNotesDatabase(config, { readerThreads: config.readerThreads });
   try {
     await prepareSchema(database, "notes", notesMigrations(database.engine), {
       migrate: config.migrateOnStart,

@@ -12,7 +12,6 @@ import {
 } from "kysely";
 import type pg from "pg";
 import { createSqliteChangeDetector } from "./change-detector.ts";
-import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { ensureDataDir } from "./data-dir.ts";
 import { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
@@ -56,12 +55,6 @@ export interface OpenDatabaseOptions {
    * with its own connection. 0 (the default) runs them on the service's own connection.
    */
   readerThreads?: number;
-  /**
-   * SQLite only: copy the WAL into the database file ahead, on a thread of its own
-   * (`startCheckpointer`), so the commit that fills it has little left to copy: for a service
-   * whose requests write. Default false.
-   */
-  checkpointThread?: boolean;
 }
 
 /**
@@ -83,8 +76,6 @@ export interface SqliteHandles {
   sqlite: DatabaseSync;
   /** With `readerThreads` only: the threads that run long reads off the service's own. */
   readers?: ReaderPool;
-  /** With `checkpointThread` only: the thread that checkpoints the WAL. */
-  checkpointer?: Checkpointer;
 }
 
 /** PostgreSQL's connections. */
@@ -155,12 +146,6 @@ const UNANSWERED_GRACE_MS = 500;
 /** How long a SQLite statement waits for a lock another connection holds. */
 const BUSY_TIMEOUT_MS = 5000;
 
-/**
- * The pace of the checkpoint thread, in ms: soon after a checkpoint that copied frames (the
- * writes go on), and seldom while nothing is written.
- */
-const CHECKPOINT_PACE = { busyMs: 5, idleMs: 100 };
-
 export function isPostgresUrl(url: string | undefined): url is string {
   return url !== undefined && /^postgres(ql)?:\/\//.test(url);
 }
@@ -175,7 +160,8 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
   // The file holds hashes and wrapped keys: only the service's own user reads it.
   chmodSync(file, 0o600);
   // WAL lets the admin CLI write while the server reads; NORMAL sync in WAL mode is durable
-  // across process crashes (only an OS crash can lose the last transactions).
+  // across process crashes (only an OS crash can lose the last transactions). SQLite's own
+  // automatic checkpoint (at 1,000 pages, its default, never turned off) keeps the WAL bounded.
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA synchronous = NORMAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
@@ -188,11 +174,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
     threads > 0
       ? createReaderPool({ file, threads, cacheMb: options.cacheMb, timeoutMs: BUSY_TIMEOUT_MS })
       : undefined;
-  const checkpointer = options.checkpointThread
-    ? startCheckpointer({ file, ...CHECKPOINT_PACE, busyTimeoutMs: BUSY_TIMEOUT_MS })
-    : undefined;
   async function close() {
-    await checkpointer?.close();
     await readers?.close();
     await db.destroy();
   }
@@ -205,7 +187,7 @@ export function openDatabase<T>(options: OpenDatabaseOptions): OpenedDatabase<T>
     engine: "sqlite",
     write,
     transaction,
-    handles: { engine: "sqlite", sqlite, readers, checkpointer },
+    handles: { engine: "sqlite", sqlite, readers },
     hasChanged,
     migrate,
     readMigrations: readMigrationsOf,
