@@ -7,7 +7,6 @@ import {
   hkdfSync,
   type KeyObject,
   randomBytes,
-  randomFillSync,
   randomInt,
   timingSafeEqual,
 } from "node:crypto";
@@ -58,24 +57,6 @@ export function randomString(alphabet: string, length: number): string {
   for (let i = 0; i < length; i++) out += alphabet[randomInt(alphabet.length)];
   return out;
 }
-
-/**
- * `length` (at most 256) fresh random bytes, cut from a 4 KB buffer refilled from the CSPRNG, each
- * byte handed out once (as Node's own `randomUUID` does). A `randomBytes` call costs a system
- * call each time, several times the rest of sealing a session token; this is for that hot path.
- */
-export function pooledRandomBytes(length: number): Buffer {
-  if (length > 256) return randomBytes(length);
-  if (poolOffset + length > pool.length) {
-    randomFillSync(pool);
-    poolOffset = 0;
-  }
-  poolOffset += length;
-  return Buffer.from(pool.subarray(poolOffset - length, poolOffset));
-}
-
-const pool = Buffer.alloc(4096);
-let poolOffset = pool.length;
 
 /**
  * Flash messages: what a form post leaves for the page it redirects to (a key shown once, a

@@ -7,7 +7,6 @@ import {
   type KeyObject,
   randomBytes,
 } from "node:crypto";
-import { pooledRandomBytes } from "./crypto.ts";
 
 /**
  * Session tokens are sealed, not signed: AES-256-GCM over a small binary payload, so a partner
@@ -81,7 +80,8 @@ export function sealSessionToken(key: SealingKey, claims: SessionClaims): string
   const header = Buffer.alloc(HEADER_LENGTH);
   header.writeUInt8(VERSION, 0);
   header.write(key.id, 1, "hex");
-  const salt = pooledRandomBytes(SALT_LENGTH);
+  // Straight from the CSPRNG: each salt is what keeps one key from sealing two tokens.
+  const salt = randomBytes(SALT_LENGTH);
   const cipher = createCipheriv("aes-256-gcm", deriveTokenKey(key, salt), NONCE);
   cipher.setAAD(header);
   const ciphertext = Buffer.concat([cipher.update(encodeClaims(claims)), cipher.final()]);
