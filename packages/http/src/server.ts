@@ -152,9 +152,6 @@ export function createHttpServer(listener: Listener, overrides?: Partial<typeof 
   const limits = { ...SOCKET_LIMITS, ...overrides };
   const server = createServer(
     {
-      // A request without a body (a GET, a bare POST) arrives already ended instead of emitting
-      // 'end' on a later tick; body readers check `readableEnded` first.
-      optimizeEmptyRequests: true,
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
