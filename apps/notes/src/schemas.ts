@@ -57,6 +57,11 @@ const JsonDocument = z
 /** A UUID, compared in lower case as the ids are generated. */
 export const Uuid = z.uuid().transform((value) => value.toLowerCase());
 
+/** The note a route's `{id}` or an MCP tool's `id` names. */
+export const NoteId = z.object({ id: Uuid.meta({ description: "The note's id" }) });
+/** The tag a route's `{id}` or an MCP tool's `id` names. */
+export const TagId = z.object({ id: Uuid.meta({ description: "The tag's id" }) });
+
 export const NoteCreate = z.object({
   title: trimmedText(1, 500).describe("1 to 500 characters after trimming"),
   content: JsonDocument.optional().describe("Block-based rich text document; defaults to []"),
@@ -122,13 +127,3 @@ export const TagAnswer = z.object({ tag: TagSchema });
 export const TagList = z.object({ tags: z.array(TagSchema) });
 /** What a delete answers where it must answer a body (an MCP tool's structured result). */
 export const DeletedAnswer = z.object({ id: z.uuid(), deleted: z.literal(true) });
-
-export const ErrorSchema = z.object({
-  error: z.string(),
-  details: z
-    .object({
-      formErrors: z.array(z.string()),
-      fieldErrors: z.record(z.string(), z.array(z.string())),
-    })
-    .optional(),
-});

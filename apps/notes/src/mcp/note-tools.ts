@@ -1,22 +1,21 @@
 import { HttpError } from "@agentpass/http";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { z } from "zod";
+import type { z } from "zod";
 import { ERRORS } from "../errors.ts";
 import { presentNote } from "../presenters.ts";
 import {
   DeletedAnswer,
   NoteAnswer,
   NoteCreate,
+  NoteId,
   NoteListQuery,
   NotePage,
   NotePatch,
   newNoteOf,
-  Uuid,
 } from "../schemas.ts";
 import { type McpScope, toolResult } from "./tool-result.ts";
 
 const NOT_FOUND = new HttpError(ERRORS.note_not_found);
-const NoteId = z.object({ id: Uuid.describe("The note's id") });
 // Every tool works on the caller's own notes in this service and nowhere else.
 const READ = { readOnlyHint: true, openWorldHint: false } as const;
 

@@ -1,14 +1,12 @@
 import { HttpError } from "@agentpass/http";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { z } from "zod";
 import { ERRORS } from "../errors.ts";
 import { presentTag } from "../presenters.ts";
-import { DeletedAnswer, TagAnswer, TagInput, TagList, Uuid } from "../schemas.ts";
+import { DeletedAnswer, TagAnswer, TagId, TagInput, TagList } from "../schemas.ts";
 import { type McpScope, toolResult } from "./tool-result.ts";
 
 const NOT_FOUND = new HttpError(ERRORS.tag_not_found);
 const EXISTS = new HttpError(ERRORS.tag_exists);
-const TagId = z.object({ id: Uuid.describe("The tag's id") });
 
 /** The tags tools: the same schemas, store calls and presenters as `/api/tags`. */
 export function registerTagTools(server: McpServer, scope: McpScope): void {

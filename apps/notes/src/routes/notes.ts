@@ -1,5 +1,5 @@
 import { defineEndpoint, type Endpoint, HttpError } from "@agentpass/http";
-import { z } from "zod";
+import type { z } from "zod";
 import type { NotesContext } from "../context.ts";
 import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import { presentNote } from "../presenters.ts";
@@ -7,6 +7,7 @@ import { readBody, readId, readQuery } from "../request.ts";
 import {
   NoteAnswer,
   NoteCreate,
+  NoteId,
   NoteListQuery,
   NotePage,
   NotePatch,
@@ -15,7 +16,6 @@ import {
 import { type Authenticate, SESSION_TOKEN_SECURITY } from "./authenticate.ts";
 
 const NOT_FOUND = new HttpError(ERRORS.note_not_found);
-const IdParam = z.object({ id: z.uuid().meta({ description: "The note's id" }) });
 const BODY_ERRORS = [ERRORS.invalid_json_body, ERRORS.invalid_body, ERRORS.body_too_large];
 const LIMIT_ERRORS = [ERRORS.note_limit_reached, ERRORS.text_limit_reached];
 const json = (description: string, schema: z.ZodType) => ({
@@ -53,7 +53,7 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
         operationId: "getNote",
         summary: "Fetch one of your notes",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: IdParam },
+        requestParams: { path: NoteId },
         responses: { "200": json("The note", NoteAnswer) },
       },
       errors: [ERRORS.invalid_note_id, ERRORS.note_not_found, ...AUTH_ERRORS],
@@ -90,7 +90,7 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
         summary:
           "Update a note: any subset of title, content, contentText, tagIds (replaces the set)",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: IdParam },
+        requestParams: { path: NoteId },
         requestBody: { required: true, content: { "application/json": { schema: NotePatch } } },
         responses: { "200": json("The updated note", NoteAnswer) },
       },
@@ -117,7 +117,7 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
         operationId: "deleteNote",
         summary: "Delete a note",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: IdParam },
+        requestParams: { path: NoteId },
         responses: { "204": { description: "Deleted" } },
       },
       errors: [ERRORS.invalid_note_id, ERRORS.note_not_found, ...AUTH_ERRORS],

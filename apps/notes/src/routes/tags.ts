@@ -1,15 +1,14 @@
 import { defineEndpoint, type Endpoint, HttpError } from "@agentpass/http";
-import { z } from "zod";
+import type { z } from "zod";
 import type { NotesContext } from "../context.ts";
 import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import { presentTag } from "../presenters.ts";
 import { readBody, readId } from "../request.ts";
-import { TagAnswer, TagInput, TagList } from "../schemas.ts";
+import { TagAnswer, TagId, TagInput, TagList } from "../schemas.ts";
 import { type Authenticate, SESSION_TOKEN_SECURITY } from "./authenticate.ts";
 
 const NOT_FOUND = new HttpError(ERRORS.tag_not_found);
 const EXISTS = new HttpError(ERRORS.tag_exists);
-const IdParam = z.object({ id: z.uuid().meta({ description: "The tag's id" }) });
 const BODY_ERRORS = [ERRORS.invalid_json_body, ERRORS.invalid_body, ERRORS.body_too_large];
 const json = (description: string, schema: z.ZodType) => ({
   description,
@@ -61,7 +60,7 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
         operationId: "renameTag",
         summary: "Rename a tag",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: IdParam },
+        requestParams: { path: TagId },
         requestBody: { required: true, content: { "application/json": { schema: TagInput } } },
         responses: { "200": json("The renamed tag", TagAnswer) },
       },
@@ -89,7 +88,7 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
         operationId: "deleteTag",
         summary: "Delete a tag (it is removed from every note)",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: IdParam },
+        requestParams: { path: TagId },
         responses: { "204": { description: "Deleted" } },
       },
       errors: [ERRORS.invalid_tag_id, ERRORS.tag_not_found, ...AUTH_ERRORS],
