@@ -45,4 +45,5 @@ export {
   type SqlParam,
 } from "./reader-pool.ts";
 export { type DatabaseSettings, databaseSettings, toDatabaseSettings } from "./settings.ts";
+export type { StoreDatabase } from "./store-database.ts";
 export { isDatabaseUnavailable } from "./unavailable.ts";

@@ -286,3 +286,5 @@ export function sqliteHandlesOf(database: Pick<OpenedDatabase<unknown>, "handles
   if (database.handles.engine !== "sqlite") throw new Error("the database is not SQLite");
   return database.handles;
 }
+
+export { typeErrorsIn } from "./type-errors.ts";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 import type { Store } from "./store.ts";
 
@@ -15,7 +15,7 @@ export interface Account {
  * audit events stay until their retention ends: see docs/operations.md, "Data lifecycle".
  */
 export function createAccountStore(
-  database: OpenedDatabase<IdentityDatabase>,
+  database: StoreDatabase<IdentityDatabase>,
 ): Pick<Store, "createAccount" | "findAccountByEmail" | "deleteAccount"> {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   return {

@@ -1,4 +1,4 @@
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 /** One stored security event, decoded by name. */
@@ -34,7 +34,7 @@ export interface AuditFilter {
 }
 
 /** The audit log's rows: appended, listed, purged by `store/purge.ts`. */
-export function createAuditStore(database: Pick<OpenedDatabase<IdentityDatabase>, "db" | "write">) {
+export function createAuditStore(database: Pick<StoreDatabase<IdentityDatabase>, "db" | "write">) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   return {
     async insertAuditEvent(event: NewAuditEvent): Promise<void> {

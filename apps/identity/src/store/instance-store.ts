@@ -1,4 +1,4 @@
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 /** A serving instance as it last announced itself. */
@@ -16,7 +16,7 @@ export interface RunningInstance {
  * of its secret, and leaves when it closes. `sealing-keys rotate` reads it to refuse a rotation
  * while an instance runs under another secret.
  */
-export function createInstanceStore(database: OpenedDatabase<IdentityDatabase>) {
+export function createInstanceStore(database: StoreDatabase<IdentityDatabase>) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   return {
     async announce(instance: RunningInstance): Promise<void> {

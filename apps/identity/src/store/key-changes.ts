@@ -1,5 +1,5 @@
 import type { CacheEntries, Change, ChangeCheck } from "@agentpass/db";
-import { createPreparedRows, type OpenedDatabase } from "@agentpass/db";
+import { createPreparedRows, type StoreDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 /**
@@ -31,7 +31,7 @@ interface LogRow {
  * connection and each write of this process show for the price of a pragma (`hasChanged`),
  * the log is read only when that says something changed.
  */
-export function createKeyChangeCheck(database: OpenedDatabase<IdentityDatabase>): ChangeCheck {
+export function createKeyChangeCheck(database: StoreDatabase<IdentityDatabase>): ChangeCheck {
   const readLog = createPreparedRows<LogRow>(
     database,
     `SELECT e.value AS position, c.epoch, c.table_name AS "table", c.row_id AS "rowId",

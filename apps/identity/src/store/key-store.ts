@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import {
   createPreparedQuery,
   type createReadCaches,
-  type OpenedDatabase,
   type ReadOnlyDb,
+  type StoreDatabase,
 } from "@agentpass/db";
 import { sql } from "kysely";
 import { evictPartnerKeyByHash, evictTokenOwner, evictUserKeyByHash } from "./key-changes.ts";
@@ -69,7 +69,7 @@ type KeyOperations =
  * `caches` until their key changes (store/key-changes.ts).
  */
 export function createKeyStore(
-  database: OpenedDatabase<IdentityDatabase>,
+  database: StoreDatabase<IdentityDatabase>,
   caches: Pick<ReturnType<typeof createReadCaches>, "cached">,
 ): Pick<Store, KeyOperations> {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;

@@ -1,4 +1,4 @@
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 export interface RegisteredClient {
@@ -64,7 +64,7 @@ export interface ConnectedApp {
  * grants (a client's user key and its refresh-token family).
  */
 export function createOAuthStore(
-  database: Pick<OpenedDatabase<IdentityDatabase>, "db" | "write" | "transaction">,
+  database: Pick<StoreDatabase<IdentityDatabase>, "db" | "write" | "transaction">,
 ) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   return {

@@ -1,4 +1,4 @@
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import { sql } from "kysely";
 import type { IdentityDatabase } from "./schema.ts";
 
@@ -61,7 +61,7 @@ const keyColumns = [
  * What `agentpass-server accounts` and `partners` read and change: listings, a person's whole
  * record, and a partner's suspension. Not on any request's path.
  */
-export function createOperatorStore(database: OpenedDatabase<IdentityDatabase>) {
+export function createOperatorStore(database: StoreDatabase<IdentityDatabase>) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   const count = (value: number | string | bigint | null) => Number(value ?? 0);
 

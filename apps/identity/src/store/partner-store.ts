@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 import type { Store } from "./store.ts";
 
@@ -36,7 +36,7 @@ type PartnerOperations =
 
 /** The partners of `Store`: their details, their website's verification, their deletion. */
 export function createPartnerStore(
-  database: OpenedDatabase<IdentityDatabase>,
+  database: StoreDatabase<IdentityDatabase>,
 ): Pick<Store, PartnerOperations> {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   return {

@@ -1,4 +1,4 @@
-import type { Engine, OpenedDatabase } from "@agentpass/db";
+import type { Engine, StoreDatabase } from "@agentpass/db";
 import { sql } from "kysely";
 import { DEFAULT_RETENTION, type Retention } from "../config.ts";
 import { KEY_CHANGE_RETENTION_MS } from "./key-changes.ts";
@@ -98,7 +98,7 @@ export function purgeBatch(
  * table. Answers the rows deleted, by table.
  */
 export async function purgeExpired(
-  database: Pick<OpenedDatabase<IdentityDatabase>, "write" | "engine">,
+  database: Pick<StoreDatabase<IdentityDatabase>, "write" | "engine">,
   now: number,
   retention: Retention = DEFAULT_RETENTION,
 ): Promise<Record<string, number>> {
@@ -138,7 +138,7 @@ export const PURGE_INTERVAL_MS = 10 * 60 * 1000;
  * one run at a time. A failed run is reported and the next one tries again.
  */
 export function schedulePurges(
-  database: Pick<OpenedDatabase<IdentityDatabase>, "write" | "engine">,
+  database: Pick<StoreDatabase<IdentityDatabase>, "write" | "engine">,
   clock: () => number,
   onError: (error: unknown) => void,
   retention: Retention = DEFAULT_RETENTION,

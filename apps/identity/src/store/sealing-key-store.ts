@@ -1,4 +1,4 @@
-import { createPreparedRows, type OpenedDatabase } from "@agentpass/db";
+import { createPreparedRows, type StoreDatabase } from "@agentpass/db";
 import { type Kysely, sql } from "kysely";
 import type { IdentityDatabase } from "./schema.ts";
 import type { Store } from "./store.ts";
@@ -27,7 +27,7 @@ type SealingKeyOperations =
  * rotating together keep one newest key.
  */
 export function createSealingKeyStore(
-  database: OpenedDatabase<IdentityDatabase>,
+  database: StoreDatabase<IdentityDatabase>,
 ): Pick<Store, SealingKeyOperations> {
   const sealingKeys = createPreparedRows<StoredSealingKey>(
     database,

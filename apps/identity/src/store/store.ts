@@ -2,7 +2,7 @@ import {
   type CacheLookups,
   type ChangeCheck,
   createReadCaches,
-  type OpenedDatabase,
+  type StoreDatabase,
 } from "@agentpass/db";
 import { sql } from "kysely";
 import { type Account, createAccountStore } from "./account-store.ts";
@@ -138,7 +138,7 @@ export interface Store {
  * checks. A key change drops that key's cached reads only (store/key-changes.ts); a change of
  * the sealing keys runs the reload given to `onKeysChanged`.
  */
-export function createStore(database: OpenedDatabase<IdentityDatabase>): Store {
+export function createStore(database: StoreDatabase<IdentityDatabase>): Store {
   let keysChanged: (() => Promise<void>) | undefined;
   const caches = createReadCaches(keyChangeCheck(database), async (changes) => {
     if (touchesSealingKeys(changes)) await keysChanged?.();
@@ -163,6 +163,6 @@ export function createStore(database: OpenedDatabase<IdentityDatabase>): Store {
  * Which rows a cached key read depends on changed since the previous call: the change log that
  * triggers write in the same transaction as each change (store/key-changes.ts).
  */
-export function keyChangeCheck(database: OpenedDatabase<IdentityDatabase>): ChangeCheck {
+export function keyChangeCheck(database: StoreDatabase<IdentityDatabase>): ChangeCheck {
   return createKeyChangeCheck(database);
 }

@@ -1,4 +1,4 @@
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import { sql } from "kysely";
 import type { IdentityDatabase } from "./schema.ts";
 
@@ -11,7 +11,7 @@ export interface UsageBatch {
 
 /** Usage counters: per partner and day by outcome, and which partners learned whose email. */
 export function createUsageStore(
-  database: Pick<OpenedDatabase<IdentityDatabase>, "db" | "transaction">,
+  database: Pick<StoreDatabase<IdentityDatabase>, "db" | "transaction">,
 ) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   return {

@@ -1,4 +1,4 @@
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 type SignInCode = IdentityDatabase["sign_in_codes"];
@@ -8,7 +8,7 @@ type DeviceCode = IdentityDatabase["device_codes"];
  * Storage of the browser side: sign-in codes, sessions and device logins. Hashes only, and the
  * short codes keyed hashes, computed by the domain. Every write goes through `database.write`.
  */
-export function createWebStore(database: Pick<OpenedDatabase<IdentityDatabase>, "db" | "write">) {
+export function createWebStore(database: Pick<StoreDatabase<IdentityDatabase>, "db" | "write">) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   const { write } = database;
   return {

@@ -1,4 +1,4 @@
-import { createRowsReader, type OpenedDatabase } from "@agentpass/db";
+import { createRowsReader, type StoreDatabase } from "@agentpass/db";
 import { type CompiledQuery, sql } from "kysely";
 import { decodeListedNote, listedNoteColumns, type PageRow } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
@@ -26,7 +26,7 @@ const LISTED_COLUMNS = {
  * planner takes the trigram index rather than walking the newest-first one.
  */
 export function filteredListQueries(
-  database: Pick<OpenedDatabase<NotesDatabase>, "db" | "engine">,
+  database: Pick<StoreDatabase<NotesDatabase>, "db" | "engine">,
   userId: string,
   query: ListQuery,
 ): { page: CompiledQuery; count: () => CompiledQuery } {
@@ -71,7 +71,7 @@ export function filteredListQueries(
  * their budget of `searchTimeoutMs` each (search-reader.ts).
  */
 export function createFilteredList(
-  database: Pick<OpenedDatabase<NotesDatabase>, "db" | "engine" | "handles">,
+  database: Pick<StoreDatabase<NotesDatabase>, "db" | "engine" | "handles">,
   searchTimeoutMs: number,
 ) {
   const readRows = createRowsReader(database);

@@ -1,4 +1,4 @@
-import type { Engine, OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { Engine, ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import { sql, type Transaction } from "kysely";
 import { batchesByKey, type Outcome } from "./batches-by-key.ts";
 import { newId } from "./ids.ts";
@@ -26,7 +26,7 @@ export function nextNoteSeq(userId: string) {
  * user's caps (`caps`, limits.ts) are checked in before it commits.
  */
 export function createNotes(
-  database: Pick<OpenedDatabase<NotesDatabase>, "db" | "engine" | "write" | "transaction">,
+  database: Pick<StoreDatabase<NotesDatabase>, "db" | "engine" | "write" | "transaction">,
   caps: NotesLimits,
 ) {
   const reads: ReadOnlyDb<NotesDatabase> = database.db;

@@ -1,8 +1,8 @@
 import {
   createPreparedQuery,
   createPreparedRows,
-  type OpenedDatabase,
   type PreparedRows,
+  type StoreDatabase,
 } from "@agentpass/db";
 import { decodeListedNote, listedNoteColumns, type PageRow } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
@@ -15,7 +15,7 @@ import type { ListQuery, NotesPage } from "./types.ts";
  * page counts the user's notes.
  */
 export function createPlainList(
-  database: Pick<OpenedDatabase<NotesDatabase>, "engine" | "handles">,
+  database: Pick<StoreDatabase<NotesDatabase>, "engine" | "handles">,
 ) {
   const columns = listedNoteColumns(database.engine);
   // One statement per page size (1 to 500), and for each a first page without OFFSET: SQLite

@@ -1,8 +1,8 @@
 import {
   createBudgetedReader,
   isReadTimeout,
-  type OpenedDatabase,
   type RowsReader,
+  type StoreDatabase,
 } from "@agentpass/db";
 import type { CompiledQuery } from "kysely";
 import { refusal } from "./limits.ts";
@@ -20,7 +20,7 @@ export type SearchReader = RowsReader;
  * (search-sqlite.ts), where the budget stops it.
  */
 export function createSearchReader(
-  database: Pick<OpenedDatabase<unknown>, "handles">,
+  database: Pick<StoreDatabase<unknown>, "handles">,
   timeoutMs: number,
 ): SearchReader {
   const read = createBudgetedReader(database, timeoutMs);

@@ -1,4 +1,4 @@
-import type { OpenedDatabase } from "@agentpass/db";
+import type { StoreDatabase } from "@agentpass/db";
 import { createFilteredList } from "./filtered-list.ts";
 import { DEFAULT_NOTES_LIMITS, type NotesLimits } from "./limits.ts";
 import { createNotes } from "./notes.ts";
@@ -27,7 +27,7 @@ export type { ListQuery, Note, NoteFields, NotesPage, Tag, User } from "./types.
  * - rows.ts: the rows all of them read, and their decoders.
  */
 export function createNotesStore(
-  database: OpenedDatabase<NotesDatabase>,
+  database: StoreDatabase<NotesDatabase>,
   limits: Partial<NotesLimits> = {},
 ) {
   const caps: NotesLimits = { ...DEFAULT_NOTES_LIMITS, ...limits };

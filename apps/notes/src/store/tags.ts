@@ -1,11 +1,11 @@
-import type { OpenedDatabase, ReadOnlyDb } from "@agentpass/db";
+import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import { newId } from "./ids.ts";
 import { decodeTag } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
 import type { Tag } from "./types.ts";
 
 /** A user's tags. Names are unique per user, ignoring case. */
-export function createTags(database: Pick<OpenedDatabase<NotesDatabase>, "db" | "write">) {
+export function createTags(database: Pick<StoreDatabase<NotesDatabase>, "db" | "write">) {
   const reads: ReadOnlyDb<NotesDatabase> = database.db;
 
   return {

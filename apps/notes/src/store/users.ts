@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import {
   createPreparedQuery,
   createReadCaches,
-  type OpenedDatabase,
   type ReadOnlyDb,
+  type StoreDatabase,
 } from "@agentpass/db";
 import { sql } from "kysely";
 import { decodeUser, type UserRow } from "./rows.ts";
@@ -13,7 +13,7 @@ import type { User } from "./types.ts";
 /** The notes API's users: each is an AgentPass account, known here by its email. */
 export function createUsers(
   database: Pick<
-    OpenedDatabase<NotesDatabase>,
+    StoreDatabase<NotesDatabase>,
     "db" | "engine" | "write" | "handles" | "hasChanged"
   >,
 ) {
@@ -90,7 +90,7 @@ export function createUsers(
  * 0010): one statement, whatever the number of users.
  */
 function postgresUserChanges(
-  database: Pick<OpenedDatabase<NotesDatabase>, "handles">,
+  database: Pick<StoreDatabase<NotesDatabase>, "handles">,
 ): () => Promise<boolean> {
   const version = createPreparedQuery<{ version: number }>(
     database,
