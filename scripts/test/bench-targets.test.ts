@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Measurement } from "../../bench/measure.ts";
-import { type Comparisons, judgeTargets } from "../../bench/targets.ts";
+import { type BenchEngine, type Comparisons, judgeTargets } from "../../bench/targets.ts";
 
 const measured = (name: string, fields: Partial<Measurement> & { ratio?: number }) => ({
   name,
@@ -18,8 +18,8 @@ const measured = (name: string, fields: Partial<Measurement> & { ratio?: number 
 const verdictOf = (verdicts: ReturnType<typeof judgeTargets>, start: string) =>
   verdicts.find((verdict) => verdict.target.startsWith(start));
 
-/** Every target's figure set to `shift` plus its floor. */
-const judgeAtFloors = (shift: number) =>
+/** Every target's figure set to `shift` plus its floor of issue 44. */
+const judgeAtFloors = (shift: number, engine: BenchEngine = "sqlite") =>
   judgeTargets(
     [
       measured("verify-valid", { ratio: 0.5 + shift }),
@@ -32,6 +32,7 @@ const judgeAtFloors = (shift: number) =>
       introspectionOverPeer: 3 + shift,
       searchOverBound: 0.8 + shift,
     },
+    engine,
   );
 
 const TARGETS = [
@@ -45,10 +46,11 @@ const TARGETS = [
 ];
 
 describe("the bench's verdict on its targets", () => {
-  it("judges the issue's floors and no others", () => {
+  it("judges every floor of issue 44 on SQLite, and no others", () => {
     const verdicts = judgeAtFloors(0);
     assert.equal(verdicts.length, TARGETS.length);
     for (const start of TARGETS) assert.ok(verdictOf(verdicts, start), start);
+    assert.ok(verdicts.every((verdict) => verdict.kind === "floor"));
   });
 
   it("meets each target on its floor and misses it just under", () => {
@@ -75,18 +77,55 @@ describe("the bench's verdict on its targets", () => {
     const verdicts = judgeTargets(
       [measured("notes-search", { p99: 400, ratio: 0.01 })],
       comparisons,
+      "sqlite",
     );
     assert.equal(verdictOf(verdicts, "search")?.met, true);
   });
 
   it("judges nothing a run did not measure (no pgbench: no bound)", () => {
-    const verdicts = judgeTargets([], {
-      verifyOverPeer: undefined,
-      introspectionOverPeer: undefined,
-      searchOverBound: undefined,
-    });
-    assert.ok(
-      verdicts.every((verdict) => verdict.measured === undefined && verdict.met === undefined),
-    );
+    for (const engine of ["sqlite", "postgres"] as const) {
+      const verdicts = judgeTargets(
+        [],
+        { verifyOverPeer: undefined, introspectionOverPeer: undefined, searchOverBound: undefined },
+        engine,
+      );
+      assert.ok(
+        verdicts.every((verdict) => verdict.measured === undefined && verdict.met === undefined),
+        engine,
+      );
+    }
+  });
+});
+
+describe("the bench's verdict on PostgreSQL", () => {
+  const FLOORS = ["verify ≥ 3 × oidc-provider", "introspection ≥ 3 × oidc-provider"];
+  const RECORDED = [
+    "verify × ceiling",
+    "introspection × ceiling",
+    "mint × ceiling",
+    "notes list-20 × its sized ceiling",
+    "search × its database's bound",
+  ];
+
+  it("judges verify and introspection over oidc-provider only", () => {
+    const verdicts = judgeAtFloors(0, "postgres");
+    const floors = verdicts.filter((verdict) => verdict.kind === "floor");
+    assert.equal(floors.length, FLOORS.length);
+    for (const start of FLOORS) {
+      assert.equal(verdictOf(verdicts, start)?.met, true, start);
+      assert.equal(verdictOf(judgeAtFloors(-0.001, "postgres"), start)?.met, false, start);
+    }
+  });
+
+  it("records the ceiling ratios, the notes list and the search without a floor", () => {
+    const verdicts = judgeAtFloors(-0.1, "postgres");
+    assert.equal(verdicts.length, FLOORS.length + RECORDED.length);
+    for (const start of RECORDED) {
+      const verdict = verdictOf(verdicts, start);
+      assert.equal(verdict?.kind, "recorded", start);
+      assert.equal(verdict?.met, undefined, start);
+      assert.match(verdict?.measured ?? "", /^\d\.\d\d ×$/, start);
+    }
+    assert.equal(verdictOf(verdicts, "search")?.measured, "0.70 ×");
   });
 });
