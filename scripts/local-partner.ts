@@ -30,7 +30,8 @@ export async function ensureNotesPartner(
   }
   const saved = readSavedKey(keyFile);
   if (saved) {
-    const stored = await ctx.store.findKeyByHash("partner_keys", hashKey(saved));
+    const checked = await ctx.store.beginHotRead();
+    const stored = await ctx.store.findKeyByHash(checked, "partner_keys", hashKey(saved));
     if (stored && stored.revokedAt === null && stored.ownerId === partnerId) return saved;
   }
   const issued = await issueKey(ctx, "partner", partnerId, "npm start");

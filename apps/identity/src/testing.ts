@@ -106,7 +106,8 @@ export async function startTestIdentityService(
     },
     /** The OAuth client a user key was issued to: null for a key made in the dashboard. */
     async clientOfUserKey(key: string): Promise<string | null | undefined> {
-      return (await ctx.store.findKeyByHash("user_keys", hashKey(key)))?.clientId;
+      const checked = await ctx.store.beginHotRead();
+      return (await ctx.store.findKeyByHash(checked, "user_keys", hashKey(key)))?.clientId;
     },
     async revokeUserKey(id: string) {
       await revokeKey(ctx, "user", id);

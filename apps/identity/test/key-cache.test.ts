@@ -230,23 +230,23 @@ for (const engine of testEngines()) {
         const hash = hashKey(partner.key);
         const otherPartner = await identity.partner();
 
-        await caches.beginRequest();
+        const before = await caches.beginRequest();
         const held = {
           queried: Promise.withResolvers<void>(),
           open: Promise.withResolvers<void>(),
         };
         gate = held;
-        const early = readKey(hash); // a request that arrived before the revocation
+        const early = readKey(before, hash); // a request that arrived before the revocation
         await held.queried.promise;
         assert.deepEqual(await revokeKey(identity.ctx, "partner", partner.keyId), { ok: true });
-        await caches.beginRequest(); // the next request's check notices the revocation...
-        await readKey(hashKey(otherPartner.key)); // ...and its first read starts a fresh cache
+        const next = await caches.beginRequest(); // the next request's check notices the revocation...
+        await readKey(next, hashKey(otherPartner.key)); // ...and its first read starts a fresh cache
         held.open.resolve();
         assert.equal((await early)?.revokedAt, null, "the early request is answered as it arrived");
 
-        await caches.beginRequest();
+        const after = await caches.beginRequest();
         assert.notEqual(
-          (await readKey(hash))?.revokedAt,
+          (await readKey(after, hash))?.revokedAt,
           null,
           "the next request sees the revocation",
         );
@@ -316,8 +316,8 @@ for (const engine of testEngines()) {
       const counted = countReads(database, "FROM partner_keys WHERE secret_hash");
       const store = createStore(counted.database);
       const readPartnerKey = async (key: string) => {
-        await store.beginHotRead();
-        return store.findKeyByHash("partner_keys", hashKey(key));
+        const checked = await store.beginHotRead();
+        return store.findKeyByHash(checked, "partner_keys", hashKey(key));
       };
       return { counted, readPartnerKey };
     }

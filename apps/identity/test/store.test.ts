@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { testEngines } from "@agentpass/db/testing";
+import { testEngines, typeErrorsIn } from "@agentpass/db/testing";
 import type { Store } from "../src/store/store.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 
@@ -10,6 +10,25 @@ const newKey = (ownerId: string, n: number) => ({
   displayPrefix: `apu_${n}`,
   secretHash: `hash-${crypto.randomUUID()}`,
   createdAt: 1000 + n,
+});
+
+describe("identity store's cached reads", () => {
+  it("refuse to compile without the HotRead of beginHotRead", () => {
+    const source = [
+      `import type { Store } from "../store/store.ts";`,
+      "export async function verify(store: Store, hash: string) {",
+      "  const checked = await store.beginHotRead();",
+      `  await store.findKeyByHash(checked, "partner_keys", hash);`,
+      "  await store.findTokenOwner(checked, hash);",
+      `  await store.findKeyByHash("partner_keys", hash);`,
+      "  await store.findTokenOwner(hash);",
+      "}",
+    ].join("\n");
+    const errors = typeErrorsIn("apps/identity/src/domain/compile-check.ts", source);
+    assert.equal(errors.length, 2, errors.join("\n"));
+    assert.match(errors[0] ?? "", /^6: TS2554: Expected 3 arguments, but got 2/);
+    assert.match(errors[1] ?? "", /^7: TS2554: Expected 2 arguments, but got 1/);
+  });
 });
 
 for (const engine of testEngines()) {
@@ -55,7 +74,8 @@ for (const engine of testEngines()) {
       assert.ok(account);
       const input = newKey(account.id, 3);
       const key = await store.insertKey("user_keys", input);
-      assert.deepEqual(await store.findKeyByHash("user_keys", input.secretHash), {
+      const checked = await store.beginHotRead();
+      assert.deepEqual(await store.findKeyByHash(checked, "user_keys", input.secretHash), {
         id: key.id,
         ownerId: account.id,
         revokedAt: null,
@@ -63,20 +83,21 @@ for (const engine of testEngines()) {
         audience: null,
         rotating: 0,
       });
-      assert.equal(await store.findKeyByHash("partner_keys", input.secretHash), undefined);
+      assert.equal(await store.findKeyByHash(checked, "partner_keys", input.secretHash), undefined);
     });
 
     it("resolves a token's user key to the account email", async () => {
       const account = await store.createAccount("owner@example.com", 1);
       assert.ok(account);
       const key = await store.insertKey("user_keys", newKey(account.id, 4));
-      assert.deepEqual(await store.findTokenOwner(key.id), {
+      const checked = await store.beginHotRead();
+      assert.deepEqual(await store.findTokenOwner(checked, key.id), {
         accountId: account.id,
         email: "owner@example.com",
         revokedAt: null,
         clientId: null,
       });
-      assert.equal(await store.findTokenOwner(crypto.randomUUID()), undefined);
+      assert.equal(await store.findTokenOwner(checked, crypto.randomUUID()), undefined);
     });
 
     it("records last use without ever moving it back", async () => {

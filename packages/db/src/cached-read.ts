@@ -28,6 +28,19 @@ export interface CacheEntries<Row> {
   deleteWhere(stale: (row: Row | undefined) => boolean): void;
 }
 
+declare const hotReadBrand: unique symbol;
+
+/**
+ * Proof that a request awaited its change check: what `beginRequest` resolves to, and what every
+ * cached read takes first, so a cached read that skips the check does not compile. Nothing else
+ * makes one (short of a cast); it holds nothing, and is for the one request that awaited it.
+ */
+export interface HotRead {
+  readonly [hotReadBrand]: true;
+}
+
+const HOT_READ = Object.freeze({}) as HotRead;
+
 /** How the reads of a `createReadCaches` went since it was made: served from a cache, or read. */
 export interface CacheLookups {
   readonly hits: number;
@@ -79,17 +92,18 @@ export function createReadCaches(
       await onChange?.(owed);
       owed = undefined;
     }
+    return HOT_READ;
   });
   return {
-    /** Call once per request, and await it, before its cached reads. */
+    /** Call once per request, and await it: its `HotRead` is what the request's cached reads take. */
     beginRequest: awaitCheck,
 
     /** The reads of every cache made here, hits and misses, counted since it was made. */
     lookups: lookups as CacheLookups,
 
     /**
-     * `read` behind a cache. `evict` says which entries a listed change makes stale; without
-     * it, any change empties this cache.
+     * `read` behind a cache, read with the `HotRead` of the request's `beginRequest`. `evict`
+     * says which entries a listed change makes stale; without it, any change empties this cache.
      */
     cached<Row>(
       read: (key: string) => Promise<Row | undefined>,
@@ -122,7 +136,7 @@ export function createReadCaches(
         clear,
         evict: evict ? (change) => evict(change, cacheEntries) : clear,
       });
-      return async (key: string): Promise<Row | undefined> => {
+      return async (_checked: HotRead, key: string): Promise<Row | undefined> => {
         const hit = entries.get(key);
         if (hit) {
           lookups.hits++;
@@ -146,27 +160,27 @@ export function createReadCaches(
 }
 
 /**
- * Runs `check` on behalf of many callers: a call resolves when a run that started after it ends.
+ * Runs `check` on behalf of many callers: a call resolves, to what the run answered, when a run
+ * that started after it ends.
  * Callers join the next run until it starts. Every run starts in the check phase of the event
  * loop (`setImmediate`), the first one after the call or after the run before it ends, so the
  * callers read from the sockets in a whole turn share one run.
  */
-export function shareChecks(check: () => Promise<void>): () => Promise<void> {
-  let next: PromiseWithResolvers<void> | undefined;
+export function shareChecks<T>(check: () => Promise<T>): () => Promise<T> {
+  let next: PromiseWithResolvers<T> | undefined;
   let running = false;
   const run = async () => {
-    const batch = next as PromiseWithResolvers<void>;
+    const batch = next as PromiseWithResolvers<T>;
     next = undefined;
     running = true;
     try {
-      await check();
-      batch.resolve();
+      batch.resolve(await check());
     } catch (error) {
       batch.reject(error);
       // Those that joined while it failed would wait for a second check against the same fault
       // (a hung database: a second full deadline); they fail with it, and never trust the cache.
       // (`next` was cleared before the await; callers may have set it since.)
-      const joined = next as PromiseWithResolvers<void> | undefined;
+      const joined = next as PromiseWithResolvers<T> | undefined;
       joined?.reject(error);
       next = undefined;
     } finally {
@@ -176,7 +190,7 @@ export function shareChecks(check: () => Promise<void>): () => Promise<void> {
   };
   return () => {
     if (!next) {
-      next = Promise.withResolvers<void>();
+      next = Promise.withResolvers<T>();
       if (!running) setImmediate(run);
     }
     return next.promise;

@@ -7,6 +7,7 @@ export {
   type ChangeCheck,
   createReadCaches,
   type FoundChanges,
+  type HotRead,
   shareChecks,
 } from "./cached-read.ts";
 export { DEFAULT_DATA_DIR, ensureDataDir } from "./data-dir.ts";

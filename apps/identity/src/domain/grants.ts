@@ -330,8 +330,8 @@ async function findRefreshToken(
     return { kind: "family", grant, family: parsed.family, generation: parsed.generation, token };
   }
   if (!isWellFormedKey("user", token)) return undefined;
-  await ctx.store.beginHotRead();
-  const key = await ctx.store.findKeyByHash("user_keys", hashKey(token));
+  const checked = await ctx.store.beginHotRead();
+  const key = await ctx.store.findKeyByHash(checked, "user_keys", hashKey(token));
   if (!key) return undefined;
   if (!key.rotating) return { kind: "key", key };
   // A browser flow's refresh token from before migration 0011: generation 0 of its grant, whose

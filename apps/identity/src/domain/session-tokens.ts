@@ -28,8 +28,8 @@ export async function mintSessionToken(
   perUserKey: RateLimiter,
 ): Promise<MintResult> {
   if (!isWellFormedKey("user", userKey)) return { ok: false, code: "INVALID_USER_KEY" };
-  await ctx.store.beginHotRead();
-  const key = await ctx.store.findKeyByHash("user_keys", hashKey(userKey));
+  const checked = await ctx.store.beginHotRead();
+  const key = await ctx.store.findKeyByHash(checked, "user_keys", hashKey(userKey));
   if (!key) return { ok: false, code: "INVALID_USER_KEY" };
   // A rotating key is a refresh token of a browser flow: it is redeemed at the token endpoint
   // only, where each use replaces it (a replay is then seen).
@@ -151,8 +151,8 @@ async function judgeSessionToken(
   sessionToken: string,
 ): Promise<Judged> {
   if (!isWellFormedKey("partner", partnerKey)) return { ok: false, code: "INVALID_PARTNER_KEY" };
-  await ctx.store.beginHotRead();
-  const partner = await ctx.store.findKeyByHash("partner_keys", hashKey(partnerKey));
+  const checked = await ctx.store.beginHotRead();
+  const partner = await ctx.store.findKeyByHash(checked, "partner_keys", hashKey(partnerKey));
   if (!partner) return { ok: false, code: "INVALID_PARTNER_KEY" };
   const now = ctx.clock();
   const partnerId = partner.ownerId;
@@ -166,7 +166,7 @@ async function judgeSessionToken(
   const claims = ctx.sealingKeys.open(sessionToken);
   // The owner is read whatever the token's fault, so every refusal does the same work: its time
   // does not tell a forged token from a real one that is expired, revoked or bound elsewhere.
-  const owner = await ctx.store.findTokenOwner(claims?.userKeyId ?? NO_KEY);
+  const owner = await ctx.store.findTokenOwner(checked, claims?.userKeyId ?? NO_KEY);
   const valid =
     claims !== null &&
     isCurrent(ctx, claims, now) &&

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import {
   createPreparedQuery,
   type createReadCaches,
+  type HotRead,
   type ReadOnlyDb,
   type StoreDatabase,
 } from "@agentpass/db";
@@ -140,8 +141,12 @@ export function createKeyStore(
       return { id, ...rest, lastUsedAt: null, revokedAt: null };
     },
 
-    findKeyByHash(table: KeyTableName, secretHash: string): Promise<KeyByHash | undefined> {
-      return keyByHash[table](secretHash);
+    findKeyByHash(
+      checked: HotRead,
+      table: KeyTableName,
+      secretHash: string,
+    ): Promise<KeyByHash | undefined> {
+      return keyByHash[table](checked, secretHash);
     },
 
     async findKeyById(table: KeyTableName, id: string): Promise<KeyRecord | undefined> {
@@ -209,8 +214,8 @@ export function createKeyStore(
       });
     },
 
-    findTokenOwner(userKeyId: string): Promise<TokenOwner | undefined> {
-      return tokenOwner(userKeyId);
+    findTokenOwner(checked: HotRead, userKeyId: string): Promise<TokenOwner | undefined> {
+      return tokenOwner(checked, userKeyId);
     },
   };
 }

@@ -2,6 +2,7 @@ import {
   type CacheLookups,
   type ChangeCheck,
   createReadCaches,
+  type HotRead,
   type StoreDatabase,
 } from "@agentpass/db";
 import { sql } from "kysely";
@@ -35,13 +36,14 @@ export interface Store {
   ping(): Promise<void>;
 
   /**
-   * Starts the reads of one verify or mint; await it first. Key reads are cached until their
-   * key changes, which is checked here by a check that starts after the call (the change log
-   * `key_changes`; on SQLite read only when `PRAGMA data_version` or this process's writes say
-   * something changed), so a revocation by any process or instance holds from the next request
-   * on.
+   * Starts the reads of one verify or mint; its `HotRead` is what the cached reads
+   * (`findKeyByHash`, `findTokenOwner`) take, so none runs before it. Key reads are cached until
+   * their key changes, which is checked here by a check that starts after the call (the change
+   * log `key_changes`; on SQLite read only when `PRAGMA data_version` or this process's writes
+   * say something changed), so a revocation by any process or instance holds from the next
+   * request on.
    */
-  beginHotRead(): Promise<void>;
+  beginHotRead(): Promise<HotRead>;
   /**
    * Runs `reload` inside the change check of `beginHotRead` whenever the database may have
    * changed, before the requests that awaited the check go on: the sealing keys are re-read.
@@ -59,8 +61,12 @@ export interface Store {
 
   /** Stores a new key by its hash (the key itself is never stored); user keys made by hand. */
   insertKey(table: KeyTableName, key: NewKey): Promise<KeyRecord>;
-  /** The key whose hash is `secretHash`, revoked or not. */
-  findKeyByHash(table: KeyTableName, secretHash: string): Promise<KeyByHash | undefined>;
+  /** The key whose hash is `secretHash`, revoked or not: cached, read after `beginHotRead`. */
+  findKeyByHash(
+    checked: HotRead,
+    table: KeyTableName,
+    secretHash: string,
+  ): Promise<KeyByHash | undefined>;
   /** The key with that id, revoked or not. */
   findKeyById(table: KeyTableName, id: string): Promise<KeyRecord | undefined>;
   /**
@@ -77,8 +83,11 @@ export interface Store {
   ): Promise<boolean>;
   /** Records last use times gathered in memory, in one transaction. Never moves time back. */
   recordKeyUse(table: KeyTableName, uses: ReadonlyMap<string, number>): Promise<void>;
-  /** The account and revocation of the user key a session token names, in one cached read. */
-  findTokenOwner(userKeyId: string): Promise<TokenOwner | undefined>;
+  /**
+   * The account and revocation of the user key a session token names, in one cached read, read
+   * after `beginHotRead`.
+   */
+  findTokenOwner(checked: HotRead, userKeyId: string): Promise<TokenOwner | undefined>;
 
   /** Creates a partner of `ownerAccountId`, its website not yet verified. */
   createPartner(

@@ -41,8 +41,7 @@ export function createUsers(
     userCacheLookups: caches.lookups,
 
     async findUserByEmail(email: string): Promise<User | undefined> {
-      await caches.beginRequest();
-      return cachedLookUp(email);
+      return cachedLookUp(await caches.beginRequest(), email);
     },
 
     /** A new user, or null when one has that email. */
