@@ -95,12 +95,13 @@ backend identity
 for (const engine of testEngines()) {
   describe(`per-address limits behind a proxy stay per client (${engine})`, () => {
     /** A service on a real port, trusting what `trustProxy` says, with a low bad-key limit. */
-    async function serve(trustProxy: string | undefined) {
+    async function serve(trustProxy: string | undefined, env: Record<string, string> = {}) {
       const identity: TestIdentity = await openTestIdentity(
         engine,
         {
           BAD_KEYS_PER_MINUTE: String(LIMIT),
           ...(trustProxy && { TRUST_PROXY: trustProxy }),
+          ...env,
         },
         { realClock: true },
       );
@@ -165,13 +166,34 @@ for (const engine of testEngines()) {
     describe("with a stand-in proxy (forwarding headers sent straight to the service)", () => {
       let trusting: Awaited<ReturnType<typeof serve>>;
       let untrusting: Awaited<ReturnType<typeof serve>>;
+      let rfc7239: Awaited<ReturnType<typeof serve>>;
       before(async () => {
         trusting = await serve("1");
         untrusting = await serve(undefined);
+        rfc7239 = await serve("1", { TRUST_PROXY_HEADER: "forwarded" });
       });
       after(async () => {
         await trusting?.close();
         await untrusting?.close();
+        await rfc7239?.close();
+      });
+
+      it("keys a client by the header its proxy writes, whatever Forwarded header it adds", async () => {
+        // The proxy writes X-Forwarded-For; a Forwarded header naming someone else once made
+        // the request the proxy's own: a second budget for the asking.
+        const proxied = { "x-forwarded-for": "203.0.113.50" };
+        const spent = await statuses(LIMIT, () =>
+          mintWithUnknownKey(trusting.url, "127.0.0.1", proxied),
+        );
+        assert.deepEqual(spent, Array(LIMIT).fill(401));
+        assert.equal(
+          await mintWithUnknownKey(trusting.url, "127.0.0.1", {
+            ...proxied,
+            forwarded: "for=198.51.100.99",
+          }),
+          429,
+          "the same client, the same budget",
+        );
       });
 
       it("keys IPv6 clients by their /48: rotating /64s of one site does not reset a budget", async () => {
@@ -197,12 +219,12 @@ for (const engine of testEngines()) {
         );
       });
 
-      it("believes no client-written X-Forwarded-For behind a proxy that writes Forwarded", async () => {
+      it("believes no client-written X-Forwarded-For behind a proxy that writes Forwarded (TRUST_PROXY_HEADER)", async () => {
         // The proxy says who connected to it in RFC 7239 Forwarded; the client adds its own
         // X-Forwarded-For, a new address each time, to get a fresh budget each time.
         let n = 0;
         const rotating = await statuses(LIMIT + 1, () =>
-          mintWithUnknownKey(trusting.url, "127.0.0.1", {
+          mintWithUnknownKey(rfc7239.url, "127.0.0.1", {
             forwarded: "for=198.51.100.7",
             "x-forwarded-for": `203.0.113.${++n}`,
           }),

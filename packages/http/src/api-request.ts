@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { clientAddressOf, type TrustProxy } from "./client-address.ts";
+import { clientAddressOf, rateLimitKey, type TrustProxy } from "./client-address.ts";
 import type { TraceContext } from "./correlation.ts";
 import type { EndpointRequest } from "./endpoint.ts";
 import { type JsonBody, readIncomingJson, readIncomingText } from "./read-body.ts";
@@ -67,6 +67,10 @@ export class ApiRequest implements EndpointRequest {
   }
 
   clientIp(): string {
+    return rateLimitKey(this.clientAddress());
+  }
+
+  clientAddress(): string {
     return clientAddressOf(this.limits.trustProxy, this.incoming);
   }
 }

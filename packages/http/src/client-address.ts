@@ -7,7 +7,20 @@ import { BlockList, isIP } from "node:net";
  * - `{ hops: n }`: the last `n` proxies (the nearest first), whatever their addresses;
  * - `{ ranges }`: any proxy whose address is in these CIDR ranges (a load balancer's subnet).
  */
-export type TrustProxy = "none" | { hops: number } | { ranges: BlockList };
+export type TrustProxy =
+  | "none"
+  | (({ hops: number } | { ranges: BlockList }) & {
+      /** The one header the trusted proxies write (`TRUST_PROXY_HEADER`); X-Forwarded-For unset. */
+      header?: ProxyHeader;
+    });
+
+/** Which forwarding header names the client: the one the configured proxy writes. */
+export type ProxyHeader = "x-forwarded-for" | "forwarded";
+
+/** `trust` reading `header` (`TRUST_PROXY_HEADER`) only; the other header is ignored. */
+export function trustingHeader(trust: TrustProxy, header: ProxyHeader | undefined): TrustProxy {
+  return trust === "none" || header === undefined ? trust : { ...trust, header };
+}
 
 /**
  * Parses `TRUST_PROXY`: unset or `false` trusts nobody; a whole number trusts that many hops;
@@ -32,39 +45,34 @@ export function parseTrustProxy(value: string | undefined): TrustProxy | { error
 }
 
 /**
- * The address a request came from, as a rate-limit key: the socket's peer, or, through trusted
- * proxies only, the address they forwarded: the entry the nearest trusted proxy appended to
- * `X-Forwarded-For` (or `Forwarded: for=`), walking left only past proxies trusted in turn, so
- * the entries a client wrote in front of them are never read. An untrusted client's own
- * forwarding headers are ignored, so it cannot pick its own key. IPv6 clients are keyed by
- * their /48 (`rateLimitKey`).
+ * The address a request came from: the socket's peer, or, through trusted proxies only, the
+ * address they forwarded: the entry the nearest trusted proxy appended, walking left only past
+ * proxies trusted in turn, so the entries a client wrote in front of them are never read. An
+ * untrusted client's own forwarding headers are ignored, so it cannot pick its own address. One
+ * header is read, the one the proxies write (`X-Forwarded-For`, or `Forwarded` with
+ * `TRUST_PROXY_HEADER=forwarded`): a client that adds the other gains nothing. IPv4-mapped IPv6
+ * is IPv4; "unknown" without a peer. Budgets key on `rateLimitKey` of it; the audit log records
+ * it as is.
  */
 export function clientAddress(
   trust: TrustProxy,
   peer: string | undefined,
-  forwarded: { xForwardedFor?: string | undefined; forwarded?: string | undefined },
+  forwarded: string | undefined,
 ): string {
   const socket = normalize(peer ?? "");
-  if (trust === "none" || socket === "") return rateLimitKey(socket);
-  const { xForwardedFor, forwarded: rfc7239 } = forwarded;
-  const viaXff = xForwardedFor ? walk(trust, socket, xffChain(xForwardedFor)) : null;
-  const viaForwarded = rfc7239 ? walk(trust, socket, forwardedChain(rfc7239)) : null;
-  // A proxy writes one of the two headers; the client can write the other, so when they name
-  // different clients neither can be believed, and the request is the proxy's own.
-  if (viaXff !== null && viaForwarded !== null && viaXff !== viaForwarded) {
-    return rateLimitKey(socket);
-  }
-  return rateLimitKey(viaXff ?? viaForwarded ?? socket);
+  if (socket === "") return "unknown";
+  if (trust === "none" || !forwarded) return socket;
+  const chain = trust.header === "forwarded" ? forwardedChain(forwarded) : xffChain(forwarded);
+  return walk(trust, socket, chain);
 }
 
 /** `clientAddress` of a Node request; "unknown" without one (a request made in process). */
 export function clientAddressOf(trust: TrustProxy, incoming: IncomingMessage | undefined): string {
   if (!incoming) return "unknown";
-  const { headers } = incoming;
-  return clientAddress(trust, incoming.socket.remoteAddress, {
-    xForwardedFor: String(headers["x-forwarded-for"] ?? "") || undefined,
-    forwarded: String(headers.forwarded ?? "") || undefined,
-  });
+  const name = trust !== "none" && trust.header === "forwarded" ? "forwarded" : "x-forwarded-for";
+  const header = incoming.headers[name];
+  const forwarded = Array.isArray(header) ? header.join(", ") : header;
+  return clientAddress(trust, incoming.socket.remoteAddress, forwarded || undefined);
 }
 
 /**
@@ -138,10 +146,11 @@ function normalize(address: string): string {
 }
 
 /**
- * IPv6 clients are keyed by their /48, the block one site is given: a subscriber often holds
- * many /64s (a /56 or a /48), so keying by /64 would let it rotate prefixes for fresh budgets.
+ * The key a client's budgets count under: an IPv4 address as is, an IPv6 one by its /48, the
+ * block one site is given: a subscriber often holds many /64s (a /56 or a /48), so keying by /64
+ * would let it rotate prefixes for fresh budgets.
  */
-function rateLimitKey(address: string): string {
+export function rateLimitKey(address: string): string {
   if (isIP(address) !== 6) return address || "unknown";
   const groups = expandIpv6(address);
   return `${groups.slice(0, 3).join(":")}::/48`;

@@ -23,8 +23,13 @@ export interface EndpointRequest {
   readJson(): Promise<JsonBody>;
   /** The body as UTF-8 text (undefined when it is not); a 413 over the service's limit. */
   readText(): Promise<string | undefined>;
-  /** The client's address, through the proxies the service trusts. */
+  /**
+   * The key the client's budgets count under: its address (`clientAddress`), an IPv6 one by its
+   * /48 (`rateLimitKey`). Never recorded as where a request came from.
+   */
   clientIp(): string;
+  /** The client's address, through the proxies the service trusts: what the audit log records. */
+  clientAddress(): string;
   /**
    * The id the request is answered (`X-Request-Id`) and logged under: the client's own
    * `X-Request-Id` when it is 1–128 of `[A-Za-z0-9._:-]`, else a new UUID. A call made on the

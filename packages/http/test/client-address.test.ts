@@ -3,8 +3,10 @@ import type { IncomingMessage } from "node:http";
 import { describe, it } from "node:test";
 import {
   clientAddress,
+  clientAddressOf,
   isLoopbackRequest,
   parseTrustProxy,
+  rateLimitKey,
   type TrustProxy,
 } from "../src/client-address.ts";
 
@@ -17,24 +19,21 @@ function trust(value: string): TrustProxy {
 describe("client addresses behind proxies", () => {
   it("ignores forwarding headers unless a proxy is trusted: a client cannot pick its own key", () => {
     for (const value of ["", "false", "0"]) {
-      assert.equal(
-        clientAddress(trust(value), "203.0.113.7", { xForwardedFor: "198.51.100.1" }),
-        "203.0.113.7",
-      );
+      assert.equal(clientAddress(trust(value), "203.0.113.7", "198.51.100.1"), "203.0.113.7");
     }
   });
 
   it("takes the address a trusted hop forwarded, and no further than the trusted hops", () => {
     const twoHops = trust("2");
     // client (spoofed entry first) -> proxy A -> proxy B -> service
-    const headers = { xForwardedFor: "6.6.6.6, 198.51.100.9, 10.0.0.5" };
+    const headers = "6.6.6.6, 198.51.100.9, 10.0.0.5";
     assert.equal(clientAddress(twoHops, "10.0.0.6", headers), "198.51.100.9");
     assert.equal(clientAddress(trust("1"), "10.0.0.6", headers), "10.0.0.5");
   });
 
   it("trusts proxies by address range, stopping at the first hop outside it", () => {
     const ranges = trust("10.0.0.0/8, fd00::/8");
-    const headers = { xForwardedFor: "6.6.6.6, 198.51.100.9, 10.0.0.5" };
+    const headers = "6.6.6.6, 198.51.100.9, 10.0.0.5";
     assert.equal(clientAddress(ranges, "10.0.0.6", headers), "198.51.100.9");
     assert.equal(
       clientAddress(ranges, "203.0.113.1", headers),
@@ -44,30 +43,42 @@ describe("client addresses behind proxies", () => {
     assert.equal(clientAddress(ranges, "::ffff:10.0.0.6", headers), "198.51.100.9");
   });
 
-  it("reads RFC 7239 Forwarded when there is no X-Forwarded-For", () => {
-    const forwarded = 'for=6.6.6.6, for="[2001:db8:cafe:1:2::3]:4711";proto=https';
-    assert.equal(clientAddress(trust("1"), "127.0.0.1", { forwarded }), "2001:db8:cafe::/48");
+  it("reads only X-Forwarded-For, the header proxies write: Forwarded cannot move the key", () => {
+    // The proxy wrote X-Forwarded-For; the client added a Forwarded naming someone else, which
+    // once made the request the proxy's own (a second budget). Now it changes nothing.
+    const from = (headers: Record<string, string>) =>
+      ({ socket: { remoteAddress: "10.0.0.6" }, headers }) as unknown as IncomingMessage;
+    const proxied = { "x-forwarded-for": "203.0.113.9" };
+    assert.equal(clientAddressOf(trust("1"), from(proxied)), "203.0.113.9");
+    for (const forwarded of ["for=198.51.100.7", "for=203.0.113.9", 'for="[2001:db8::1]"']) {
+      assert.equal(clientAddressOf(trust("1"), from({ ...proxied, forwarded })), "203.0.113.9");
+    }
+    assert.equal(
+      clientAddressOf(trust("1"), from({ forwarded: "for=198.51.100.7" })),
+      "10.0.0.6",
+      "a Forwarded header alone names nobody",
+    );
   });
 
-  it("believes neither header when X-Forwarded-For and Forwarded name different clients", () => {
-    // The proxy wrote one of them; the client, the other.
-    const both = { forwarded: "for=198.51.100.7", xForwardedFor: "203.0.113.9" };
-    assert.equal(clientAddress(trust("1"), "10.0.0.6", both), "10.0.0.6");
-    const agreeing = { forwarded: "for=198.51.100.7", xForwardedFor: "198.51.100.7" };
-    assert.equal(clientAddress(trust("1"), "10.0.0.6", agreeing), "198.51.100.7");
-  });
-
-  it("keys IPv6 clients by their /48, IPv4 by their address", () => {
+  it("gives the address itself; budgets key IPv6 by its /48, IPv4 by its address", () => {
     const none = trust("");
-    assert.equal(clientAddress(none, "2001:db8:cafe:1:aaaa::1", {}), "2001:db8:cafe::/48");
-    assert.equal(clientAddress(none, "2001:DB8:CAFE:ff::ffff", {}), "2001:db8:cafe::/48");
-    assert.equal(clientAddress(none, "2001:db8::1", {}), "2001:db8:0::/48");
-    assert.equal(clientAddress(none, "::ffff:192.0.2.1", {}), "192.0.2.1");
-    assert.equal(clientAddress(none, undefined, {}), "unknown");
+    assert.equal(
+      clientAddress(none, "2001:db8:cafe:1:aaaa::1", undefined),
+      "2001:db8:cafe:1:aaaa::1",
+    );
+    assert.equal(clientAddress(none, "::1", undefined), "::1", "not 0:0:0::/48");
+    assert.equal(clientAddress(trust("1"), "127.0.0.1", "2001:db8:cafe::3"), "2001:db8:cafe::3");
+    assert.equal(clientAddress(none, "::ffff:192.0.2.1", undefined), "192.0.2.1");
+    assert.equal(clientAddress(none, undefined, undefined), "unknown");
+    assert.equal(rateLimitKey("2001:db8:cafe:1:aaaa::1"), "2001:db8:cafe::/48");
+    assert.equal(rateLimitKey("2001:db8:cafe:ff::ffff"), "2001:db8:cafe::/48");
+    assert.equal(rateLimitKey("2001:db8::1"), "2001:db8:0::/48");
+    assert.equal(rateLimitKey("192.0.2.1"), "192.0.2.1");
+    assert.equal(rateLimitKey("unknown"), "unknown");
   });
 
   it("never lets garbage in a header become the key", () => {
-    const headers = { xForwardedFor: "198.51.100.9, not-an-address" };
+    const headers = "198.51.100.9, not-an-address";
     assert.equal(clientAddress(trust("1"), "10.0.0.6", headers), "10.0.0.6");
   });
 

@@ -115,7 +115,7 @@ export async function decideDeviceLogin(
  * machine must never look like one from elsewhere: the CLI reaches the service as `127.0.0.1`
  * while the browser reaches `localhost` as `::1`, and a warning shown on every local login
  * teaches people to click past the one that matters. Addresses come as the service records
- * them (`clientIp()`: IPv4-mapped IPv6 as IPv4, IPv6 as its /48 such as `0:0:0::/48`).
+ * them (`clientAddress()`; older rows, IPv6 as its /48 such as `0:0:0::/48`).
  */
 export function networkOf(address: string): string {
   const text = address.trim().toLowerCase();

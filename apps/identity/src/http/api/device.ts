@@ -104,7 +104,7 @@ export function deviceEndpoints(
         const started = await startDeviceLogin(
           ctx,
           parsed.data.client_name ?? "",
-          request.clientIp(),
+          request.clientAddress(),
         );
         return {
           status: 200,

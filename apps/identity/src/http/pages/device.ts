@@ -62,7 +62,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     handle: guard.signedIn(async (request, web) => {
       if (web.flash?.kind === "device-code") {
         const pending = await findPendingDeviceLogin(ctx, web.flash.userCode);
-        if (pending) return devicePage(web, confirmation(web, pending, request.clientIp()));
+        if (pending) return devicePage(web, confirmation(web, pending, request.clientAddress()));
         return devicePage(web, codeForm(web.csrf, EXPIRED));
       }
       const fromLink = request.query.has("code");

@@ -3,7 +3,7 @@ import type { AuditEvent } from "../../domain/audit.ts";
 
 /** Where a page's request came from, for the audit log: the client address and user agent. */
 export function clientOf(request: EndpointRequest): NonNullable<AuditEvent["client"]> {
-  return { address: request.clientIp(), userAgent: request.header("user-agent") ?? null };
+  return { address: request.clientAddress(), userAgent: request.header("user-agent") ?? null };
 }
 
 /** The actor, account and client of an event a signed-in person caused on their own account. */

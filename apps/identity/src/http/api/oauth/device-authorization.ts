@@ -98,7 +98,7 @@ export function deviceAuthorizationEndpoint(
         client.clientId === CLI_CLIENT_ID
           ? (fields.client_name ?? client.clientName)
           : client.clientName;
-      const started = await startDeviceLogin(ctx, name, request.clientIp());
+      const started = await startDeviceLogin(ctx, name, request.clientAddress());
       return {
         status: 200,
         body: {

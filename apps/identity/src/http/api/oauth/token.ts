@@ -164,7 +164,7 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
       clientId,
       verifier: code_verifier,
       resource: fields.resource,
-      clientAddress: request.clientIp(),
+      clientAddress: request.clientAddress(),
     });
     if (redeemed.ok) await recordGrantCreated(ctx, clientOf(request), redeemed.grant);
     else if (redeemed.revokedGrant) {
