@@ -15,12 +15,19 @@ import { webClient } from "./support/web-client.ts";
 const REDIRECT_URI = "http://127.0.0.1:9/callback";
 const CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 
+interface DocumentsOptions {
+  host?: string;
+  hold?: boolean;
+  only?: string;
+}
+
 /**
  * A server of Client ID Metadata Documents on `host`: every path `/….json` is a valid document
- * whose client id is its own URL. It counts the requests it received; with `hold`, it answers
- * none of them until the test calls `release`.
+ * whose client id is its own URL, or, with `only`, only `/${only}.json` is (others are 404). It
+ * counts the requests it received; with `hold`, it answers none of them until the test calls
+ * `release`.
  */
-async function startDocuments(options: { host?: string; hold?: boolean } = {}) {
+async function startDocuments(options: DocumentsOptions = {}) {
   const host = options.host ?? "127.0.0.1";
   const received: string[] = [];
   const held: { response: ServerResponse; body: string }[] = [];
@@ -34,7 +41,10 @@ async function startDocuments(options: { host?: string; hold?: boolean } = {}) {
       redirect_uris: [REDIRECT_URI],
       token_endpoint_auth_method: "none",
     });
-    if (options.hold) held.push({ response, body });
+    if (options.only !== undefined && request.url !== `/${options.only}.json`) {
+      response.statusCode = 404;
+      response.end("Not found");
+    } else if (options.hold) held.push({ response, body });
     else response.end(body);
     for (const arrival of arrivals.filter((a) => received.length >= a.count)) arrival.resolve();
   });
@@ -69,11 +79,17 @@ function authorizePath(clientId: string) {
   })}`;
 }
 
-/** POST /oauth/device_authorization for `clientId`: an unauthenticated request that resolves it. */
-function startDeviceLogin(identity: TestIdentity, clientId: string) {
+/**
+ * POST /oauth/device_authorization for `clientId`: an unauthenticated request that resolves it,
+ * from `from` when the service trusts the loopback proxy (TRUST_PROXY).
+ */
+function startDeviceLogin(identity: TestIdentity, clientId: string, from?: string) {
   return identity.app.request("/oauth/device_authorization", {
     method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      ...(from && { "x-forwarded-for": from }),
+    },
     body: new URLSearchParams({ client_id: clientId }).toString(),
   });
 }
@@ -104,7 +120,7 @@ for (const engine of testEngines()) {
       return identity;
     }
 
-    async function documents(options: { host?: string; hold?: boolean } = {}) {
+    async function documents(options: DocumentsOptions = {}) {
       const started = await startDocuments(options);
       servers.push(started);
       return started;
@@ -236,20 +252,57 @@ for (const engine of testEngines()) {
       assert.equal(cached.status, 200, "a cached document is not counted");
     });
 
-    it("counts metadata document fetches per host name, each host on its own", async () => {
+    it("counts failed metadata document fetches per host name, each host on its own", async () => {
       const identity = await open({ CLIENT_DOCUMENT_FETCHES_PER_HOST_PER_MINUTE: "2" });
       await awaitFreshWindow(engine, identity, 60_000);
-      const first = await documents({ host: "127.0.0.1" });
-      const second = await documents({ host: "127.0.0.1" });
-      const other = await documents({ host: "127.0.0.2" });
+      const first = await documents({ host: "127.0.0.1", only: "real" });
+      const second = await documents({ host: "127.0.0.1", only: "real" });
+      const other = await documents({ host: "127.0.0.2", only: "real" });
       const browser = await signedIn(identity);
-      assert.equal((await browser.get(authorizePath(first.clientId("a")))).status, 200);
-      assert.equal((await browser.get(authorizePath(second.clientId("b")))).status, 200);
+      assert.equal((await browser.get(authorizePath(first.clientId("a")))).status, 400);
+      assert.equal((await browser.get(authorizePath(second.clientId("b")))).status, 400);
       const refused = await browser.get(authorizePath(second.clientId("c")));
       assert.equal(refused.status, 400);
       assert.match(await refused.text(), /from this host/);
-      assert.equal(first.received.length + second.received.length, 2);
-      assert.equal((await browser.get(authorizePath(other.clientId("d")))).status, 200);
+      assert.equal(first.received.length + second.received.length, 2, "c was not fetched");
+      assert.equal((await browser.get(authorizePath(other.clientId("real")))).status, 200);
+      assert.equal((await browser.get(authorizePath(other.clientId("d")))).status, 400);
+      const valid = await documents({ host: "127.0.0.2" });
+      for (const name of ["e", "f", "g"]) {
+        const consent = await browser.get(authorizePath(valid.clientId(name)));
+        assert.equal(consent.status, 200, "valid documents spend no failures");
+      }
+    });
+
+    it("lets a real client's people through while strangers from many addresses fetch made-up URLs on its host", async () => {
+      // Three addresses of 20 made-up URLs each: more than the host's failures may be.
+      const identity = await open({
+        TRUST_PROXY: "127.0.0.1/32,::1/128",
+        CLIENT_DOCUMENT_FETCHES_PER_HOST_PER_MINUTE: "30",
+      });
+      await awaitFreshWindow(engine, identity, 60_000);
+      const host = await documents({ only: "real" });
+      const browser = await signedIn(identity);
+      const real = authorizePath(host.clientId("real"));
+      assert.equal((await browser.get(real)).status, 200, "the client's document, fetched once");
+      identity.advance(5 * 60_000 + 1); // the cached copy expires: the next visit refetches it
+
+      const statuses = new Map<number, number>();
+      for (const stranger of ["198.51.100.1", "198.51.100.2", "198.51.100.3"]) {
+        for (let i = 0; i < 20; i++) {
+          const made = host.clientId(`made-up-${stranger}-${i}`);
+          const { status } = await startDeviceLogin(identity, made, stranger);
+          statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        }
+      }
+      assert.ok((statuses.get(429) ?? 0) > 0, `strangers were refused: ${[...statuses]}`);
+      const fetchedBefore = host.received.length;
+      const consent = await browser.get(real);
+      assert.equal(consent.status, 200);
+      assert.match(await consent.text(), /Budgeted agent/);
+      assert.equal(host.received.length, fetchedBefore + 1, "refetched on its own budget");
+      const device = await startDeviceLogin(identity, host.clientId("real"), "198.51.100.1");
+      assert.equal(device.status, 200, "its devices too, from any address");
     });
 
     it("fetches at most the cap of documents at once, refusing more at once instead of queueing", async () => {

@@ -11,7 +11,8 @@ const HOUR = 60 * MINUTE;
  * sign-in mail per address and per client address, device-login codes per client, and user
  * codes looked up or decided per signed-in account (10 logins' worth), fixed;
  * the hot paths' budgets, and OAuth's unauthenticated revocation, registration and client
- * metadata document fetches (per client address, and per document host), from the configuration.
+ * metadata document fetches (per client address, and failed ones per document host), from the
+ * configuration; refetches of a client document that was valid, per client id, fixed.
  */
 export function rateLimits(settings: RateLimitSettings) {
   return {
@@ -32,9 +33,12 @@ export function rateLimits(settings: RateLimitSettings) {
       limit: settings.clientDocumentFetchesPerMinute,
       windowMs: MINUTE,
     },
-    clientDocumentFetchesPerHost: {
+    clientDocumentFailuresPerHost: {
       limit: settings.clientDocumentFetchesPerHostPerMinute,
       windowMs: MINUTE,
     },
+    // A valid document is cached 5 minutes: one refetch per instance per 5 minutes is the need,
+    // and the cache's eviction by a flood of other documents at most a few more.
+    clientDocumentRefetchesPerClient: { limit: 10, windowMs: MINUTE },
   };
 }

@@ -3,6 +3,7 @@ import type { Needs } from "../context.ts";
 import { randomSecret } from "../infra/crypto.ts";
 import type { CappedFetchResult } from "../infra/fetch-public-document.ts";
 import type { RateLimiter, RateLimitResult } from "../infra/rate-limit.ts";
+import type { Clock } from "./clock.ts";
 import { displayableClientName } from "./device-login.ts";
 import { validRedirectUris } from "./redirect-uris.ts";
 
@@ -23,11 +24,27 @@ export interface OAuthClient {
   kind: "builtin" | "registered" | "metadata_document";
 }
 
-/** A Client ID Metadata Document, fetched and cached for a while; null: it is not valid. */
-export type ClientDocuments = LRUCache<string, { client: OAuthClient | null }>;
+/**
+ * What an instance remembers of Client ID Metadata Documents, by its clock. `fetched`: each
+ * document fetched lately, valid or not (null), answered without fetching for 5 minutes.
+ * `knownGood`: the client ids whose document was valid when last fetched, refetched on their
+ * own budget once `fetched` forgets them: only the host's valid documents enter it, so strangers
+ * naming made-up URLs can neither fill it nor spend that budget. `failingHosts`: hosts whose
+ * budget of failed fetches is spent, with the refusal, until its window ends.
+ */
+export interface ClientDocuments {
+  fetched: LRUCache<string, { client: OAuthClient | null }>;
+  knownGood: LRUCache<string, true>;
+  failingHosts: LRUCache<string, RateLimitResult>;
+}
 
-export function createClientDocumentCache(): ClientDocuments {
-  return new LRUCache({ max: 1000, ttl: 5 * 60_000 });
+export function createClientDocumentCache(clock: Clock): ClientDocuments {
+  const perf = { now: clock };
+  return {
+    fetched: new LRUCache({ max: 1000, ttl: 5 * 60_000, perf }),
+    knownGood: new LRUCache({ max: 10_000, ttl: 24 * 60 * 60_000, perf }),
+    failingHosts: new LRUCache({ max: 10_000, ttl: 60_000, perf }),
+  };
 }
 
 export interface OAuthDeps {
@@ -38,10 +55,18 @@ export interface OAuthDeps {
   fetchDocument: (url: URL) => Promise<CappedFetchResult>;
   clientDocuments: ClientDocuments;
   /**
-   * Fetches of metadata documents, counted before each is sent: per client address of the
-   * request that asked for it, and per host name of the document. A cached document costs none.
+   * Fetches of metadata documents. A document no fetch has found valid yet is counted before it
+   * is sent against the client address that asked for it (`perIp`), and, once it turned out not
+   * to be a valid document (unreachable, not 200, not JSON, another client id), against its host
+   * (`failuresPerHost`): a host past that budget is fetched no new URL until the window ends. A
+   * client whose document was valid is refetched on a budget of its own (`perKnownClient`, by
+   * client id), which no other URL spends. A cached document costs none.
    */
-  documentFetches: { perIp: RateLimiter; perHost: RateLimiter };
+  documentFetches: {
+    perIp: RateLimiter;
+    failuresPerHost: RateLimiter;
+    perKnownClient: RateLimiter;
+  };
   /** The issuer, `PUBLIC_URL`. */
   issuer: string;
 }
@@ -114,33 +139,70 @@ async function clientFromDocument(
   clientId: string,
   requester: string | undefined,
 ): Promise<ClientLookup> {
-  const known = (client: OAuthClient | null): ClientLookup =>
-    client ? { ok: true, client } : { ok: false, code: "unknown_client" };
-  const cached = deps.clientDocuments.get(clientId);
+  const { fetched, knownGood, failingHosts } = deps.clientDocuments;
+  const cached = fetched.get(clientId);
   if (cached) return known(cached.client);
+  const url = documentUrl(clientId);
+  if (!url) return known(null);
+  // Counted before the fetch: a refused fetch is never sent, whatever the document would say.
+  const counted = knownGood.has(clientId)
+    ? await deps.documentFetches.perKnownClient.take(clientId)
+    : await countUnknownDocument(deps, url.hostname, requester);
+  if (!counted.ok) return { ok: false, code: "rate_limited", limit: counted };
+  const result = await deps.fetchDocument(url);
+  // Not cached: a moment of too many fetches must not make a client unknown for minutes.
+  if (!result.ok && result.reason === "busy") return { ok: false, code: "busy" };
+  const client = result.ok ? parseClientDocument(clientId, result.body) : null;
+  fetched.set(clientId, { client });
+  if (client) {
+    knownGood.set(clientId, true);
+  } else {
+    knownGood.delete(clientId);
+    // The host's last failure in its budget closes it: no new URL of it is fetched until then.
+    const failures = await deps.documentFetches.failuresPerHost.take(url.hostname);
+    if (failures.remaining === 0) {
+      const ttl = failures.resetSeconds * 1000;
+      failingHosts.set(url.hostname, { ...failures, ok: false }, { ttl });
+    }
+  }
+  return known(client);
+}
+
+function known(client: OAuthClient | null): ClientLookup {
+  return client ? { ok: true, client } : { ok: false, code: "unknown_client" };
+}
+
+/** The URL a client id names, if it may be a document's: no fragment, no credentials, a path. */
+function documentUrl(clientId: string): URL | null {
   let url: URL;
   try {
     url = new URL(clientId);
   } catch {
-    return known(null);
+    return null;
   }
-  // The document's URL is its client id, exactly: no fragment, no credentials, a path.
   if (url.hash || url.username || url.password || url.pathname === "/" || url.href !== clientId) {
-    return known(null);
+    return null;
   }
-  // Counted before the fetch: a refused fetch is never sent, whatever the document would say.
-  if (requester !== undefined) {
-    const counted = await deps.documentFetches.perIp.take(requester);
-    if (!counted.ok) return { ok: false, code: "rate_limited", limit: counted };
+  return url;
+}
+
+/**
+ * The budgets a URL no fetch has found valid spends: the asking address's, and none while its
+ * host's failures are past their budget (this instance learnt it at the failure that spent it).
+ */
+async function countUnknownDocument(
+  deps: ClientDeps,
+  host: string,
+  requester: string | undefined,
+): Promise<RateLimitResult> {
+  const { failingHosts } = deps.clientDocuments;
+  const failing = failingHosts.get(host);
+  if (failing) {
+    const left = Math.max(1, Math.ceil(failingHosts.getRemainingTTL(host) / 1000));
+    return { ...failing, resetSeconds: left };
   }
-  const counted = await deps.documentFetches.perHost.take(url.hostname);
-  if (!counted.ok) return { ok: false, code: "rate_limited", limit: counted };
-  const fetched = await deps.fetchDocument(url);
-  // Not cached: a moment of too many fetches must not make a client unknown for minutes.
-  if (!fetched.ok && fetched.reason === "busy") return { ok: false, code: "busy" };
-  const client = fetched.ok ? parseClientDocument(clientId, fetched.body) : null;
-  deps.clientDocuments.set(clientId, { client });
-  return known(client);
+  if (requester === undefined) return { ok: true, limit: 0, remaining: 0, resetSeconds: 1 };
+  return deps.documentFetches.perIp.take(requester);
 }
 
 function parseClientDocument(clientId: string, body: string): OAuthClient | null {

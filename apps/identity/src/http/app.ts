@@ -112,10 +112,11 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
       fetchDocument,
       options.rateLimitSettings.clientDocumentFetchesAtOnce,
     ),
-    clientDocuments: createClientDocumentCache(),
+    clientDocuments: createClientDocumentCache(ctx.clock),
     documentFetches: {
       perIp: limiter("clientDocumentFetchesPerIp"),
-      perHost: limiter("clientDocumentFetchesPerHost"),
+      failuresPerHost: limiter("clientDocumentFailuresPerHost"),
+      perKnownClient: limiter("clientDocumentRefetchesPerClient"),
     },
     issuer: publicUrl,
   };
