@@ -1,4 +1,4 @@
-import { recordAdminAction } from "./audit-command.ts";
+import { type OperatorName, recordAdminAction } from "./audit-command.ts";
 import { type CommandAnswer, listCommand } from "./command-answer.ts";
 import type { Needs } from "./context.ts";
 import { deleteAccount, findAccountByEmail } from "./domain/accounts.ts";
@@ -7,9 +7,8 @@ import type { AccountRecord, AccountRow, OperatorStore } from "./store/operator-
 export type AccountsAction = "list" | "show" | "export" | "delete";
 
 /** The operator's context: the service's, and the store of listings and records. */
-export type OperatorContext = Needs<"store" | "audit" | "usage" | "clock"> & {
-  operator: OperatorStore;
-};
+export type OperatorContext = Needs<"store" | "audit" | "usage" | "clock"> &
+  OperatorName & { operator: OperatorStore };
 
 /**
  * `agentpass-server accounts list|show|export|delete`. `list` and `show` print accounts with what

@@ -1,5 +1,11 @@
+import { terminalText } from "@agentpass/http";
 import { type AccountsAction, runAccountsCommand } from "./accounts-command.ts";
-import { recordAdminAction, recordAdminKeyChange, runAuditCommand } from "./audit-command.ts";
+import {
+  operatorNameOf,
+  recordAdminAction,
+  recordAdminKeyChange,
+  runAuditCommand,
+} from "./audit-command.ts";
 import type { CommandAnswer } from "./command-answer.ts";
 import { SecretSchema } from "./config.ts";
 import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
@@ -34,6 +40,8 @@ export interface AdminValues {
   since?: string | undefined;
   until?: string | undefined;
   limit?: string | undefined;
+  /** Who runs the command (`--operator`, else `AGENTPASS_OPERATOR`); unset: the system user. */
+  operator?: string | undefined;
 }
 
 /**
@@ -56,7 +64,7 @@ export async function runAdminCommand(
       await service.ctx.audit.record({
         action: attempted,
         outcome: "failure",
-        actor: { kind: "admin" },
+        actor: { kind: "admin", id: operatorNameOf(values.operator) },
         accountId: null,
         detail: { command, reason: error.message.slice(0, 200) },
       });
@@ -72,7 +80,7 @@ async function runCommand(
   url: string | undefined,
   values: AdminValues,
 ): Promise<void> {
-  const { ctx } = service;
+  const ctx = { ...service.ctx, operatorName: operatorNameOf(values.operator) };
   const required = (what: string) => {
     if (!argument) throw new UsageError(`Missing ${what}`);
     return argument;
@@ -93,7 +101,7 @@ async function runCommand(
     const result = await revokeKey(ctx, kind, required("key id"));
     if (!result.ok && result.code === "KEY_NOT_FOUND") throw new CommandError("No such key");
     if (result.ok) await recordAdminKeyChange(ctx, kind, "revoke", required("key id"));
-    console.log(result.ok ? "revoked" : "already revoked");
+    say(result.ok ? "revoked" : "already revoked");
   };
 
   // The commands on accounts and partners as a whole: the operator's listings and records.
@@ -185,7 +193,7 @@ async function runCommand(
           detail: { url: url ?? null },
         });
       }
-      if (answer.output) console.log(answer.output);
+      if (answer.output) say(answer.output);
       return;
     }
     case "sealing-keys list":
@@ -211,12 +219,12 @@ async function runCommand(
       const where = rewrapped.secretFile
         ? `${rewrapped.secretFile} now holds the new secret; restart every instance that reads it.`
         : "Set AGENTPASS_SECRET to the new secret on every instance, and restart them.";
-      return void console.log(`Rewrapped ${rewrapped.count} sealing keys. ${where}`);
+      return void say(`Rewrapped ${rewrapped.count} sealing keys. ${where}`);
     }
     case "audit": {
       const answer = await runAuditCommand(ctx, values);
       if (!answer.ok) throw new CommandError(answer.error);
-      if (answer.output) console.log(answer.output);
+      if (answer.output) say(answer.output);
       return;
     }
     default:
@@ -224,8 +232,16 @@ async function runCommand(
   }
 }
 
+/**
+ * Prints one answer on stdout, every control character escaped: names, emails and user agents
+ * in it may be any client's text, which must not drive the operator's terminal.
+ */
+function say(text: string): void {
+  console.log(terminalText(text));
+}
+
 function print(values: AdminValues, plain: string, object: object): void {
-  console.log(values.json ? JSON.stringify(object) : plain);
+  say(values.json ? JSON.stringify(object) : plain);
 }
 
 function printKeys(
@@ -247,17 +263,17 @@ function printKeys(
     lastUsedAt: key.lastUsedAt === null ? null : new Date(key.lastUsedAt).toISOString(),
     revokedAt: key.revokedAt === null ? null : new Date(key.revokedAt).toISOString(),
   }));
-  if (values.json) return void console.log(JSON.stringify(rows));
+  if (values.json) return void say(JSON.stringify(rows));
   for (const row of rows) {
     const state = row.revokedAt ? `revoked ${row.revokedAt}` : "active";
-    console.log(`${row.id}  ${row.prefix}…  ${row.name}  created ${row.createdAt}  ${state}`);
+    say(`${row.id}  ${row.prefix}…  ${row.name}  created ${row.createdAt}  ${state}`);
   }
 }
 
 /** Prints a command's answer, or refuses with its error. */
 function answer(result: CommandAnswer): void {
   if (!result.ok) throw new CommandError(result.error);
-  if (result.output) console.log(result.output);
+  if (result.output) say(result.output);
 }
 
 /** The commands that change something, by the action they record (a refusal included). */
@@ -292,7 +308,7 @@ function printSealingKeys(values: AdminValues, keys: SealingKeyInfo[]): void {
     sealing: key.sealing,
     retiredAt: iso(key.retiredAt),
   }));
-  if (values.json) return void console.log(JSON.stringify(rows));
+  if (values.json) return void say(JSON.stringify(rows));
   for (const row of rows) {
     const created = row.createdAt ? `created ${row.createdAt}` : "from TOKEN_KEYS";
     const state = row.sealing
@@ -300,7 +316,7 @@ function printSealingKeys(values: AdminValues, keys: SealingKeyInfo[]): void {
       : row.retiredAt
         ? `retired ${row.retiredAt}`
         : "opens tokens";
-    console.log(`${row.id}  ${created}  ${state}`);
+    say(`${row.id}  ${created}  ${state}`);
   }
 }
 

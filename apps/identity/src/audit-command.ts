@@ -1,3 +1,4 @@
+import { userInfo } from "node:os";
 import { type CommandAnswer, parseLimit } from "./command-answer.ts";
 import type { Needs } from "./context.ts";
 import { findAccountByEmail } from "./domain/accounts.ts";
@@ -51,7 +52,11 @@ function presentEvent(event: StoredAuditEvent) {
   return { ...event, at: new Date(event.at).toISOString() };
 }
 
-/** One event on one line: time, action, outcome, actor, account, subject, address, browser. */
+/**
+ * One event on one line: time, action, outcome, actor, account, subject, address, repeats,
+ * browser. What a client sent is quoted as JSON; the command escapes every control character
+ * before it prints (`terminalText`).
+ */
 function eventLine(event: StoredAuditEvent): string {
   // A person and a client are named by id (`account:…`, `client:…`); the operator and the service by kind.
   const actor = event.actorId === null ? event.actorKind : `${event.actorKind}:${event.actorId}`;
@@ -64,6 +69,10 @@ function eventLine(event: StoredAuditEvent): string {
     `account ${event.accountId ?? "-"}`,
     subject,
     `from ${event.clientAddress ?? "-"}`,
+    // Repeats of a stranger's refusal, folded into one row: how many, and until when.
+    event.lastAt === null
+      ? ""
+      : `×${event.occurrences} until ${new Date(event.lastAt).toISOString()}`,
     event.userAgent === null ? "" : JSON.stringify(event.userAgent),
     event.detail === null ? "" : JSON.stringify(event.detail),
   ]
@@ -71,12 +80,33 @@ function eventLine(event: StoredAuditEvent): string {
     .join("  ");
 }
 
-/** Records what the operator did with `agentpass-server`: the actor is the admin CLI. */
+/** Who runs `agentpass-server`: the name its audit events are attributed to. */
+export interface OperatorName {
+  operatorName: string;
+}
+
+/**
+ * The operator's name: `--operator`, else `AGENTPASS_OPERATOR` (both in `given`), else the
+ * system user running the command; at most 100 characters.
+ */
+export function operatorNameOf(given: string | undefined): string {
+  const named = given?.trim();
+  if (named) return named.slice(0, 100);
+  try {
+    return userInfo().username;
+  } catch {
+    // A container may run as a user id with no name (no passwd entry).
+    return `uid ${process.getuid?.() ?? "unknown"}`;
+  }
+}
+
+/** Records what the operator did with `agentpass-server`, attributed to their name. */
 export function recordAdminAction(
-  ctx: Needs<"audit">,
+  ctx: Needs<"audit"> & OperatorName,
   event: Omit<AuditEvent, "actor" | "outcome" | "client">,
 ): Promise<void> {
-  return ctx.audit.record({ ...event, actor: { kind: "admin" }, outcome: "success" });
+  const actor = { kind: "admin", id: ctx.operatorName } as const;
+  return ctx.audit.record({ ...event, actor, outcome: "success" });
 }
 
 /**
@@ -84,7 +114,7 @@ export function recordAdminAction(
  * the partner's owner).
  */
 export async function recordAdminKeyChange(
-  ctx: Needs<"audit" | "store">,
+  ctx: Needs<"audit" | "store"> & OperatorName,
   kind: KeyKind,
   change: "create" | "revoke",
   keyId: string,

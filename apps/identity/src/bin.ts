@@ -49,7 +49,8 @@ Sealing keys seal session tokens; they are kept in the database, wrapped under A
 it up on their next request; tokens of the old key keep working until they expire). rewrap reads
 a new secret (at least 32 characters) from stdin and wraps every key under it.
 audit prints the security events kept (newest first, 100 unless --limit); the commands that
-change something record themselves there, refused or done. accounts export writes everything
+change something record themselves there, refused or done, by the operator named with
+--operator <name> (or AGENTPASS_OPERATOR; unset, the system user). accounts export writes everything
 the service holds about a person as JSON; accounts delete deletes it as its owner can. A
 suspended partner's keys are refused (403) until it is reinstated.
 Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, ...); see docs/operations.md.`;
@@ -69,6 +70,7 @@ const options = {
   since: { type: "string" },
   until: { type: "string" },
   limit: { type: "string" },
+  operator: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 } as const;
@@ -115,7 +117,10 @@ async function main(argv: string[]): Promise<void> {
     { logger: createLogger(loaded.config.logLevel, "stderr") },
   );
   try {
-    await runAdminCommand(service, `${group} ${action ?? ""}`.trim(), argument, url, values);
+    // The name the audit log attributes the command to: --operator, else AGENTPASS_OPERATOR.
+    const operator = values.operator ?? process.env.AGENTPASS_OPERATOR;
+    const command = `${group} ${action ?? ""}`.trim();
+    await runAdminCommand(service, command, argument, url, { ...values, operator });
   } finally {
     await service.close();
   }

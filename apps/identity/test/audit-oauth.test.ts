@@ -195,7 +195,8 @@ for (const engine of testEngines()) {
         /App connected: <strong>Notes agent<\/strong> <span class="muted">\(by the app\)/,
       );
       assert.match(row, /198\.51\.100\.23/);
-      assert.match(row, /NotesAgent/);
+      assert.match(row, /Unknown browser/, "a user agent bowser does not know is not shown");
+      assert.doesNotMatch(row, /NotesAgent/);
     });
 
     it("records a device login's first tokens as grant.create by its client, and a second poll as nothing", async () => {
@@ -327,6 +328,47 @@ for (const engine of testEngines()) {
       assert.match(
         page,
         /Connected app revoked: <strong>Notes agent<\/strong> <span class="muted">\(its authorization code was used twice\)/,
+      );
+    });
+
+    it("records the grant a reused refresh token ends as grant.revoke, and tells the person in plain words", async () => {
+      const { person, browser, tokens } = await connectApp();
+      const grantId = await grantIdOf(person.id);
+      const first = tokens.refresh_token;
+      const refresh = (token: string, headers?: typeof FROM) =>
+        post(
+          "/oauth/token",
+          { grant_type: "refresh_token", refresh_token: token, client_id: clientId },
+          headers,
+        );
+      now += 31_000;
+      const rotated = await refresh(first);
+      assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+      secrets.push((rotated.body as Tokens).access_token, (rotated.body as Tokens).refresh_token);
+      now += 31_000;
+      const replayer = { "user-agent": AGENT, "x-forwarded-for": "203.0.113.77" };
+      for (let i = 0; i < 2; i++) {
+        const replay = await refresh(first, replayer);
+        assert.equal((replay.body as { error: string }).error, "invalid_grant");
+      }
+      const [event, ...older] = await eventsOf(person.id);
+      assert.deepEqual(shapeOf(event), {
+        action: "grant.revoke success",
+        actor: ["service", null],
+        accountId: person.id,
+        subject: ["grant", grantId],
+        from: ["203.0.113.77", AGENT],
+        detail: { clientId, clientName: "Notes agent", reason: "refresh_token_reused" },
+      });
+      assert.deepEqual(
+        older.map((old) => old.action),
+        ["grant.create", "consent.approve"],
+        "the second replay ends nothing more",
+      );
+      const page = await browser.text("/account/security");
+      assert.match(
+        page,
+        /AgentPass disconnected <strong>Notes agent<\/strong>: an old refresh token was used again, which can mean it was copied/,
       );
     });
 

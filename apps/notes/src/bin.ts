@@ -2,7 +2,7 @@
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import { backupDatabase, isSchemaBehind } from "@agentpass/db";
-import { startServer } from "@agentpass/http";
+import { startServer, terminalText } from "@agentpass/http";
 import { canonicalizeEmail } from "@agentpass/verify";
 import pino from "pino";
 import { loadNotesConfig, type NotesConfig } from "./config.ts";
@@ -82,8 +82,10 @@ async function main(argv: string[]): Promise<void> {
     if (action === "list") {
       const users = await store.listUsers();
       if (values.json)
-        return void console.log(JSON.stringify(users.map(({ id, email }) => ({ id, email }))));
-      for (const user of users) console.log(`${user.email}  ${user.id}`);
+        return void console.log(
+          terminalText(JSON.stringify(users.map(({ id, email }) => ({ id, email })))),
+        );
+      for (const user of users) console.log(terminalText(`${user.email}  ${user.id}`));
       return;
     }
     if (action !== "add" && action !== "remove")
@@ -105,7 +107,7 @@ async function main(argv: string[]): Promise<void> {
       throw new CommandError("Cancelled; nothing was deleted");
     }
     await store.removeUser(email.email);
-    console.log(`removed ${email.email}`);
+    console.log(terminalText(`removed ${email.email}`));
   } finally {
     await service.close();
   }

@@ -105,7 +105,13 @@ export type RefreshResult =
       refreshToken?: string;
     }
   | { ok: false; error: "rate_limited"; limit: RateLimitResult }
-  | { ok: false; error: Exclude<RefreshError, "rate_limited">; description: string };
+  | {
+      ok: false;
+      error: Exclude<RefreshError, "rate_limited">;
+      description: string;
+      /** "reused": the grant this refusal ended, for the audit log; absent if already ended. */
+      revokedGrant?: GrantSummary;
+    };
 
 export interface RefreshLimits {
   /** Refreshes per grant (and mints per key, for a user key presented as a refresh token). */
@@ -159,8 +165,14 @@ export async function refreshGrant(
   if (next === "revoked") return refused("revoked", "The refresh token has been revoked");
   if (next === null) {
     // A replaced token presented again: the family was stolen or replayed, and ends here.
-    await ctx.store.revokeKey("user_keys", grant.id, now);
-    return refused("reused", "The refresh token has been used already: the grant is revoked");
+    const ended = await ctx.store.revokeKey("user_keys", grant.id, now);
+    const description = "The refresh token has been used already: the grant is revoked";
+    if (!ended) return refused("reused", description);
+    // A grant's key is named after its client when it is made (`createGrant`).
+    const key = await ctx.store.findKeyById("user_keys", grant.id);
+    const { accountId, clientId } = grant;
+    const revokedGrant = { id: grant.id, accountId, clientId, clientName: key?.name ?? clientId };
+    return { ok: false, error: "reused", description, revokedGrant };
   }
   ctx.keyUsage.record("user_keys", grant.id, now);
   const sealed = sealFor(ctx, { id: grant.id, ownerId: grant.accountId }, audience);

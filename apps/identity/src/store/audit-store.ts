@@ -16,9 +16,13 @@ export interface StoredAuditEvent {
   clientAddress: string | null;
   userAgent: string | null;
   detail: Record<string, unknown> | null;
+  /** How many times it happened: repeats of a refusal fold into one row (`domain/audit.ts`). */
+  occurrences: number;
+  /** When it last happened, when more than once; `at` is the first time. */
+  lastAt: number | null;
 }
 
-export type NewAuditEvent = Omit<StoredAuditEvent, "id">;
+export type NewAuditEvent = Omit<StoredAuditEvent, "id" | "occurrences" | "lastAt">;
 
 /** Which events to list: all given filters hold; newest first, at most `limit`. */
 export interface AuditFilter {
@@ -33,12 +37,13 @@ export interface AuditFilter {
   limit: number;
 }
 
-/** The audit log's rows: appended, listed, purged by `store/purge.ts`. */
+/** The audit log's rows: appended, counted up, listed, purged by `store/purge.ts`. */
 export function createAuditStore(database: Pick<StoreDatabase<IdentityDatabase>, "db" | "write">) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
   return {
-    async insertAuditEvent(event: NewAuditEvent): Promise<void> {
-      await database.write((db) =>
+    /** Stores one event, happened once; answers its id. */
+    async insertAuditEvent(event: NewAuditEvent): Promise<number> {
+      const row = await database.write((db) =>
         db
           .insertInto("audit_events")
           .values({
@@ -54,6 +59,19 @@ export function createAuditStore(database: Pick<StoreDatabase<IdentityDatabase>,
             user_agent: event.userAgent,
             detail: event.detail === null ? null : JSON.stringify(event.detail),
           })
+          .returning("id")
+          .executeTakeFirstOrThrow(),
+      );
+      return Number(row.id);
+    },
+
+    /** Counts `repeats` more occurrences of the event `id`, the last at `lastAt`: one write. */
+    async addAuditRepeats(id: number, repeats: number, lastAt: number): Promise<void> {
+      await database.write((db) =>
+        db
+          .updateTable("audit_events")
+          .set((eb) => ({ occurrences: eb("occurrences", "+", repeats), last_at: lastAt }))
+          .where("id", "=", id)
           .execute(),
       );
     },
@@ -79,6 +97,8 @@ export function createAuditStore(database: Pick<StoreDatabase<IdentityDatabase>,
         clientAddress: row.client_address,
         userAgent: row.user_agent,
         detail: row.detail === null ? null : (JSON.parse(row.detail) as Record<string, unknown>),
+        occurrences: Number(row.occurrences),
+        lastAt: row.last_at === null ? null : Number(row.last_at),
       }));
     },
   };

@@ -2,6 +2,7 @@ import type { Engine } from "@agentpass/db";
 import { type Migration, sql } from "kysely";
 import type { AnyDb } from "./migrations/any-db.ts";
 import { createAuditEvents } from "./migrations/audit-events.ts";
+import { foldAuditRepeats } from "./migrations/audit-folding.ts";
 import { createCoreTables } from "./migrations/core-tables.ts";
 import { dashboardMigration } from "./migrations/dashboard-tables.ts";
 import { prepareDataLifecycle } from "./migrations/data-lifecycle.ts";
@@ -142,4 +143,5 @@ export const identityMigrations = (engine: Engine): Record<string, Migration> =>
   },
   "0014_audit_events": { up: (db: AnyDb) => createAuditEvents(db, engine) },
   "0015_data_lifecycle": { up: (db: AnyDb) => prepareDataLifecycle(db, engine) },
+  "0016_audit_folding": { up: (db: AnyDb) => foldAuditRepeats(db) },
 });

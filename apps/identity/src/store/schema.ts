@@ -196,6 +196,10 @@ export interface IdentityDatabase {
     user_agent: string | null;
     /** JSON object of names and counts. */
     detail: string | null;
+    /** How many times it happened (migration 0016): repeats of a refusal fold into one row. */
+    occurrences: Generated<number>;
+    /** When it last happened, when more than once; `at` is the first time. */
+    last_at: number | null;
   };
 }
 

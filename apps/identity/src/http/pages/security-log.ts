@@ -5,6 +5,7 @@ import type { StoredAuditEvent } from "../../store/audit-store.ts";
 import type { WebGuard } from "../web/guard.ts";
 import { formatTime, html, renderPage } from "../web/page.ts";
 import { htmlAnswer } from "../web/page-answers.ts";
+import { describeUserAgent } from "../web/user-agent.ts";
 
 /** Events shown on one page; older ones are a link away. */
 export const SECURITY_LOG_PAGE_SIZE = 50;
@@ -49,6 +50,12 @@ const REASON: Record<string, string> = {
   undelivered: "the device never received it",
 };
 
+/** What someone else's refused sign-in on the person's address was, by its reason. */
+const ATTEMPT: Record<string, string> = {
+  wrong_code: "Someone typed a wrong sign-in code for your address",
+  no_open_code: "Someone tried a sign-in code for your address when none was open",
+};
+
 const OUTCOME: Record<string, string> = {
   success: "done",
   failure: "failed",
@@ -72,6 +79,8 @@ export function securityLogPages(ctx: IdentityContext, guard: WebGuard): Page[] 
         limit: SECURITY_LOG_PAGE_SIZE,
       });
       const last = events.at(-1);
+      const attempts = events.filter(isSomeoneElses);
+      const own = events.filter((event) => !isSomeoneElses(event));
       const older =
         events.length === SECURITY_LOG_PAGE_SIZE && last
           ? html`<p><a href="/account/security?before=${last.id}">Older events</a></p>`
@@ -83,10 +92,17 @@ export function securityLogPages(ctx: IdentityContext, guard: WebGuard): Page[] 
           csrf: web.csrf,
           body: html`<p>Sign-ins, key changes and approvals on your account, newest first, with where they came from. If you do not recognise one, revoke the keys concerned and <a href="/account">sign out everywhere</a>.</p>
 ${
-  events.length === 0
+  own.length === 0
     ? html`<p class="empty">Nothing recorded yet.</p>`
     : html`<table id="security-log"><thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Outcome</th><th scope="col">From</th><th scope="col" class="optional">Browser</th></tr></thead>
-<tbody>${events.map(eventRow)}</tbody></table>`
+<tbody>${own.map(eventRow)}</tbody></table>`
+}${
+  attempts.length === 0
+    ? ""
+    : html`<h2>Sign-in attempts by others</h2>
+<p>Anyone who knows your address can ask for a code or type one; these were refused. Nobody got in through them: repeats from one network are counted on one line.</p>
+<table id="sign-in-attempts"><thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">From</th><th scope="col" class="optional">Browser</th></tr></thead>
+<tbody>${attempts.map(attemptRow)}</tbody></table>`
 }${older}`,
         }),
       );
@@ -95,16 +111,41 @@ ${
   return [log];
 }
 
+/** A refused sign-in no one signed in caused: a stranger's doing, or the person's own typo. */
+function isSomeoneElses(event: StoredAuditEvent): boolean {
+  return event.action === "sign_in" && event.actorKind === "service" && event.outcome !== "success";
+}
+
 function eventRow(event: StoredAuditEvent) {
-  const what = WHAT[event.action as AuditAction] ?? event.action;
   const named = event.detail?.name ?? event.detail?.clientName;
   const name = typeof named === "string" ? named : null;
-  const reason = typeof event.detail?.reason === "string" ? REASON[event.detail.reason] : undefined;
-  const why = BY[event.actorKind] ?? reason;
+  const reason = typeof event.detail?.reason === "string" ? event.detail.reason : undefined;
+  const what =
+    event.action === "grant.revoke" && reason === "refresh_token_reused"
+      ? html`AgentPass disconnected <strong>${name ?? "an app"}</strong>: an old refresh token was used again, which can mean it was copied`
+      : html`${WHAT[event.action as AuditAction] ?? event.action}${name ? html`: <strong>${name}</strong>` : ""}`;
+  const why = BY[event.actorKind] ?? (reason === undefined ? undefined : REASON[reason]);
   const by = why ? html` <span class="muted">(${why})</span>` : "";
   return html`<tr data-action="${event.action}"><td>${formatTime(event.at)}</td>
-<td>${what}${name ? html`: <strong>${name}</strong>` : ""}${by}</td>
+<td>${what}${by}</td>
 <td>${OUTCOME[event.outcome] ?? event.outcome}</td>
 <td>${event.clientAddress ?? html`<span class="muted">—</span>`}</td>
-<td class="optional">${event.userAgent ?? ""}</td></tr>`;
+<td class="optional">${event.userAgent === null ? "" : describeUserAgent(event.userAgent)}</td></tr>`;
+}
+
+/** Repeats of one refusal from one network: how many, from where, first and last. */
+function attemptRow(event: StoredAuditEvent) {
+  const reason = typeof event.detail?.reason === "string" ? event.detail.reason : "";
+  const what = ATTEMPT[reason] ?? "Someone failed to sign in with your address";
+  const locked = event.outcome === "locked_out" ? ", using up the code's tries" : "";
+  const times = event.occurrences === 1 ? "once" : `${event.occurrences} times`;
+  const from = event.clientAddress ?? "several networks";
+  const when =
+    event.lastAt === null
+      ? formatTime(event.at)
+      : `first ${formatTime(event.at)}, last ${formatTime(event.lastAt)}`;
+  return html`<tr data-action="${event.action}" data-occurrences="${event.occurrences}"><td>${when}</td>
+<td>${what}${locked}, ${times} from ${from}</td>
+<td>${from}</td>
+<td class="optional">${event.userAgent === null ? "" : describeUserAgent(event.userAgent)}</td></tr>`;
 }

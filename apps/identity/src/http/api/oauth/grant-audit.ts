@@ -12,6 +12,8 @@ import type { GrantSummary, RevokedCredential } from "../../../domain/grants.ts"
 export type GrantEndReason =
   /** Its authorization code was presented again: stolen or replayed (RFC 6749 section 4.1.2). */
   | "code_reused"
+  /** A replaced refresh token was presented again: copied, or replayed (RFC 9700 section 4.14). */
+  | "refresh_token_reused"
   /** A device login's answer never reached the device: its key is taken back. */
   | "undelivered";
 
