@@ -8,6 +8,7 @@ import {
 import {
   DEFAULT_DRAIN_MS,
   isLocalDevelopment,
+  isLoopbackUrl,
   LOOPBACK_HOSTS,
   parseTrustProxy,
   readEnvironment,
@@ -44,8 +45,9 @@ export const DEFAULT_RETENTION: Retention = {
 const ConfigSchema = z.object({
   PORT: port.default(4000),
   /**
-   * Interface to listen on. Unset: every interface (IPv4 and IPv6) once PUBLIC_URL is set; in
-   * development (no PUBLIC_URL) the loopback addresses only, so nobody else reaches it.
+   * Interface to listen on. Unset: the loopback addresses only while PUBLIC_URL is unset or http
+   * on a loopback host (development), so nobody else reaches it; every interface (IPv4 and IPv6)
+   * otherwise. Any address but a loopback one (0.0.0.0, ::, a LAN address) is production.
    */
   HOST: z.string().min(1).optional(),
   /**
@@ -65,7 +67,7 @@ const ConfigSchema = z.object({
     .optional(),
   /**
    * Milliseconds a stopping server keeps serving after /readyz turned 503, so the load balancer
-   * takes it out first. Unset: 5000, or 0 in development (PUBLIC_URL http on a loopback host).
+   * takes it out first. Unset: 5000, or 0 in development (`Config.development`).
    */
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(120_000).optional(),
   /** Open connections past which new ones are dropped; unset: no cap. */
@@ -165,6 +167,12 @@ export interface Config extends DatabaseSettings {
   port: number;
   /** Where to listen (`ServerOptions.host`); unset: every interface. */
   host: string | readonly string[] | undefined;
+  /**
+   * Development on loopback (`isLocalDevelopment`): listening on loopback only, with a loopback
+   * http PUBLIC_URL. Only then are sign-in codes written to the log (no SMTP_URL) and client
+   * documents fetched from loopback and private addresses.
+   */
+  development: boolean;
   trustProxy: TrustProxy;
   maxConnections: number | undefined;
   /** SHUTDOWN_DRAIN_MS, or its default (`ServerOptions.drainMs`). */
@@ -211,6 +219,14 @@ const SECRET_VARIABLES = [
   "METRICS_TOKEN",
 ];
 
+/** Why a service others reach does not start without SMTP, naming the setting that makes it so. */
+function smtpRequired(publicUrl: string, host: string | readonly string[] | undefined): string {
+  const why = isLoopbackUrl(publicUrl)
+    ? `HOST=${[host ?? ""].flat().join(",")} answers other machines`
+    : "PUBLIC_URL is not http on a loopback host";
+  return `Invalid SMTP_URL: required unless in development (listening on loopback only, PUBLIC_URL http on a loopback host): ${why}`;
+}
+
 export type ConfigResult =
   | {
       ok: true;
@@ -230,14 +246,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!read.ok) return read;
   const { values, warnings } = read;
   const publicUrl = (values.PUBLIC_URL ?? `http://localhost:${values.PORT}`).replace(/\/$/, "");
-  if (!values.SMTP_URL && !isLocalDevelopment(publicUrl)) {
+  const host = values.HOST ?? (isLoopbackUrl(publicUrl) ? LOOPBACK_HOSTS : undefined);
+  const development = isLocalDevelopment(publicUrl, host);
+  if (!values.SMTP_URL && !development) {
     // Without SMTP, sign-in codes and links go to the log: fine on a laptop, never where others
-    // reach the service and someone else reads its log.
-    return {
-      ok: false,
-      error:
-        "Invalid SMTP_URL: required unless PUBLIC_URL is http on a loopback host (development)",
-    };
+    // reach the service (a container on 0.0.0.0 included) and someone else reads its log.
+    return { ok: false, error: smtpRequired(publicUrl, host) };
   }
   // DATA_DIR holds the SQLite file, and DATA_DIR/identity.secret unless a setting replaces it.
   if (!values.DATABASE_URL || !(values.AGENTPASS_SECRET || values.TOKEN_KEYS)) {
@@ -249,11 +263,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     warnings,
     config: {
       port: values.PORT,
-      host: values.HOST ?? (values.PUBLIC_URL ? undefined : LOOPBACK_HOSTS),
+      host,
+      development,
       trustProxy: values.TRUST_PROXY ?? "none",
       maxConnections: values.MAX_CONNECTIONS,
-      shutdownDrainMs:
-        values.SHUTDOWN_DRAIN_MS ?? (isLocalDevelopment(publicUrl) ? 0 : DEFAULT_DRAIN_MS),
+      shutdownDrainMs: values.SHUTDOWN_DRAIN_MS ?? (development ? 0 : DEFAULT_DRAIN_MS),
       metricsToken: values.METRICS_TOKEN,
       dataDir: values.DATA_DIR,
       databaseUrl: values.DATABASE_URL,

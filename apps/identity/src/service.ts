@@ -162,6 +162,7 @@ export async function openIdentityService(
       notReady: () => (draining ? "shutting_down" : null),
       logger,
       publicUrl: config.publicUrl,
+      development: config.development,
       mailer,
       rateLimitStore,
       rateLimitSettings: config.rateLimits,

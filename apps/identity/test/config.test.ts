@@ -208,7 +208,7 @@ describe("identity configuration", () => {
           {
             ok: false,
             error:
-              "Invalid SMTP_URL: required unless PUBLIC_URL is http on a loopback host (development)",
+              "Invalid SMTP_URL: required unless in development (listening on loopback only, PUBLIC_URL http on a loopback host): PUBLIC_URL is not http on a loopback host",
           },
           url,
         );
@@ -223,6 +223,29 @@ describe("identity configuration", () => {
         const result = loadConfig({ ...DEV, ...(url ? { PUBLIC_URL: url } : {}) });
         assert.ok(result.ok, url);
         assert.equal(result.config.smtpUrl, undefined);
+        assert.equal(result.config.development, true);
+        assert.deepEqual(result.config.host, ["127.0.0.1", "::1"], "listens on loopback only");
+      }
+    });
+
+    it("are never allowed where the service listens beyond loopback, whatever PUBLIC_URL says", () => {
+      for (const [host, url] of [
+        ["0.0.0.0", undefined], // the image: HOST=0.0.0.0 and no PUBLIC_URL
+        ["0.0.0.0", "http://localhost:8080"], // compose: published on every interface
+        ["::", "http://127.0.0.1:4000"],
+        ["192.168.1.20", "http://[::1]:4000"],
+      ]) {
+        const env = { ...DEV, HOST: host as string, ...(url ? { PUBLIC_URL: url } : {}) };
+        assert.deepEqual(loadConfig(env), {
+          ok: false,
+          error: `Invalid SMTP_URL: required unless in development (listening on loopback only, PUBLIC_URL http on a loopback host): HOST=${host} answers other machines`,
+        });
+        const production = loaded({ ...env, SMTP_URL: "smtp://mail" }).config;
+        assert.equal(production.development, false, `${host} runs with production rules`);
+        assert.equal(production.shutdownDrainMs, 5000, "and drains for a load balancer");
+      }
+      for (const host of ["127.0.0.1", "::1", "localhost"]) {
+        assert.equal(loaded({ ...DEV, HOST: host }).config.development, true, host);
       }
     });
   });

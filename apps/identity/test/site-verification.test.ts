@@ -189,6 +189,7 @@ for (const engine of testEngines()) {
           ctx: identity.ctx,
           logger: identity.service.logger,
           publicUrl: "http://localhost:4000",
+          development: true,
           mailer: createMailer(undefined, "test@example.com", identity.service.logger),
           rateLimitStore: createMemoryRateLimitStore(identity.ctx.clock),
           rateLimitSettings: {

@@ -9,6 +9,7 @@ import {
 import {
   DEFAULT_DRAIN_MS,
   isLocalDevelopment,
+  isLoopbackUrl,
   LOOPBACK_HOSTS,
   readEnvironment,
   urlSetting,
@@ -19,11 +20,14 @@ import { DEFAULT_NOTES_LIMITS, type NotesLimits } from "./store/limits.ts";
 /** Every setting of the notes API; nothing else reads the environment. */
 const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4001),
-  /** Interface to listen on; unset: every interface, or the loopback ones without PUBLIC_URL. */
+  /**
+   * Interface to listen on. Unset: the loopback addresses while PUBLIC_URL is unset or http on a
+   * loopback host (development); every interface otherwise. Any other address is production.
+   */
   HOST: z.string().min(1).optional(),
   /**
    * Milliseconds a stopping server keeps serving after /readyz turned 503, so the load balancer
-   * takes it out first. Unset: 5000, or 0 in development (PUBLIC_URL http on a loopback host).
+   * takes it out first. Unset: 5000, or 0 in development (`NotesConfig.development`).
    */
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(120_000).optional(),
   DATA_DIR: z.string().min(1).default(DEFAULT_DATA_DIR),
@@ -35,6 +39,15 @@ const ConfigSchema = z.object({
   AGENTPASS_URL: urlSetting(["http", "https"], "must be an http:// or https:// URL").default(
     "http://localhost:4000",
   ),
+  /**
+   * AgentPass's issuer, the URL people and clients reach it at: named as the authorization server
+   * in this API's protected-resource metadata. Unset: AGENTPASS_URL, which the API calls and
+   * which may be an internal address (`http://lb:8080`).
+   */
+  AGENTPASS_PUBLIC_URL: urlSetting(
+    ["http", "https"],
+    "must be an http:// or https:// URL",
+  ).optional(),
   AGENTPASS_PARTNER_KEY: z.string().min(1).optional(),
   /** How long a verification may take before the call is answered 503. */
   AGENTPASS_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(2000),
@@ -88,11 +101,16 @@ export interface NotesConfig extends DatabaseSettings {
   port: number;
   /** Where to listen (`ServerOptions.host`); unset: every interface. */
   host: string | readonly string[] | undefined;
+  /** Development on loopback (`isLocalDevelopment`): listening on loopback only, PUBLIC_URL too. */
+  development: boolean;
   /** SHUTDOWN_DRAIN_MS, or its default (`ServerOptions.drainMs`). */
   shutdownDrainMs: number;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** Where the API calls AgentPass (AGENTPASS_URL). */
   agentpassUrl: string;
+  /** AgentPass's issuer, named as the authorization server (AGENTPASS_PUBLIC_URL). */
+  agentpassPublicUrl: string;
   partnerKey: string | undefined;
   agentpassTimeoutMs: number;
   readerThreads: number;
@@ -127,6 +145,8 @@ export function loadNotesConfig(
   if (!read.ok) return read;
   const { values: v, warnings } = read;
   const publicUrl = (v.PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/+$/, "");
+  const host = v.HOST ?? (isLoopbackUrl(publicUrl) ? LOOPBACK_HOSTS : undefined);
+  const development = isLocalDevelopment(publicUrl, host);
   if (!v.DATABASE_URL) {
     const dataDir = ensureDataDir(v.DATA_DIR);
     if (!dataDir.ok) return dataDir;
@@ -136,13 +156,14 @@ export function loadNotesConfig(
     warnings,
     config: {
       port: v.PORT,
-      host: v.HOST ?? (v.PUBLIC_URL ? undefined : LOOPBACK_HOSTS),
-      shutdownDrainMs:
-        v.SHUTDOWN_DRAIN_MS ?? (isLocalDevelopment(publicUrl) ? 0 : DEFAULT_DRAIN_MS),
+      host,
+      development,
+      shutdownDrainMs: v.SHUTDOWN_DRAIN_MS ?? (development ? 0 : DEFAULT_DRAIN_MS),
       dataDir: v.DATA_DIR,
       databaseUrl: v.DATABASE_URL,
       ...toDatabaseSettings(v),
       agentpassUrl: v.AGENTPASS_URL.replace(/\/+$/, ""),
+      agentpassPublicUrl: (v.AGENTPASS_PUBLIC_URL ?? v.AGENTPASS_URL).replace(/\/+$/, ""),
       partnerKey: v.AGENTPASS_PARTNER_KEY,
       agentpassTimeoutMs: v.AGENTPASS_TIMEOUT_MS,
       readerThreads: v.READER_THREADS,

@@ -150,7 +150,8 @@ export async function openNotesService(
     const { listener, endpoints } = createNotesApi(ctx, {
       logger,
       publicUrl: config.publicUrl,
-      agentpassUrl: config.agentpassUrl,
+      // Named to clients as the issuer: the URL they reach AgentPass at, not ours inside.
+      agentpassUrl: config.agentpassPublicUrl,
       metrics,
       notReady: async () => {
         await startProbe;

@@ -3,7 +3,9 @@ import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import pino from "pino";
 import { loadNotesConfig } from "../src/config.ts";
+import { openNotesService } from "../src/service.ts";
 
 const folder = mkdtempSync(join(tmpdir(), "agentpass-notes-config-"));
 after(() => rmSync(folder, { recursive: true, force: true }));
@@ -53,6 +55,76 @@ describe("notes API configuration", () => {
     ];
     const env = Object.fromEntries(identity.map((name) => [name, "x"]));
     assert.deepEqual(loaded({ ...PRODUCTION, ...env }).warnings, []);
+  });
+
+  describe("development", () => {
+    it("is a loopback PUBLIC_URL (or none) served on loopback only", () => {
+      const loopback: Record<string, string>[] = [
+        {},
+        { PUBLIC_URL: "http://localhost:4001" },
+        { HOST: "127.0.0.1" },
+      ];
+      for (const env of loopback) {
+        const { config } = loaded({ ...DEV, ...env });
+        assert.equal(config.development, true, JSON.stringify(env));
+        assert.equal(config.shutdownDrainMs, 0);
+      }
+      assert.deepEqual(loaded({ ...DEV, PUBLIC_URL: "http://localhost:4001" }).config.host, [
+        "127.0.0.1",
+        "::1",
+      ]);
+    });
+
+    it("is never a service that listens beyond loopback, whatever PUBLIC_URL says", () => {
+      const beyond: Record<string, string>[] = [
+        { HOST: "0.0.0.0" }, // the image
+        { HOST: "0.0.0.0", PUBLIC_URL: "http://localhost:8081" }, // compose
+        { HOST: "::" },
+        { HOST: "10.1.2.3", PUBLIC_URL: "http://127.0.0.1:4001" },
+      ];
+      for (const env of beyond) {
+        const { config } = loaded({ ...DEV, ...env });
+        assert.equal(config.development, false, JSON.stringify(env));
+        assert.equal(config.shutdownDrainMs, 5000, "drains for a load balancer");
+      }
+    });
+  });
+
+  describe("the authorization server it names", () => {
+    it("is AGENTPASS_PUBLIC_URL, the issuer, when AgentPass is reached by another URL inside", () => {
+      const { config } = loaded({
+        ...DEV,
+        AGENTPASS_URL: "http://lb:8080",
+        AGENTPASS_PUBLIC_URL: "https://agentpass.example/",
+      });
+      assert.equal(config.agentpassUrl, "http://lb:8080");
+      assert.equal(config.agentpassPublicUrl, "https://agentpass.example");
+    });
+
+    it("is what the protected resource metadata names, not the URL the API calls", async () => {
+      const { config } = loaded({
+        ...DEV,
+        DATA_DIR: join(folder, "issuer"),
+        PUBLIC_URL: "http://localhost:8081",
+        AGENTPASS_URL: "http://lb:8080",
+        AGENTPASS_PUBLIC_URL: "http://localhost:8080",
+      });
+      const service = await openNotesService(config, { logger: pino({ level: "silent" }) });
+      try {
+        for (const path of ["", "/mcp"]) {
+          const answer = await service.request(`/.well-known/oauth-protected-resource${path}`);
+          const metadata = (await answer.json()) as { authorization_servers: string[] };
+          assert.deepEqual(metadata.authorization_servers, ["http://localhost:8080"], path);
+        }
+      } finally {
+        await service.close();
+      }
+    });
+
+    it("is AGENTPASS_URL when AGENTPASS_PUBLIC_URL is unset", () => {
+      const { config } = loaded({ ...DEV, AGENTPASS_URL: "http://localhost:4000/" });
+      assert.equal(config.agentpassPublicUrl, "http://localhost:4000");
+    });
   });
 
   it("refuses a PUBLIC_URL or AGENTPASS_URL that is not http or https", () => {

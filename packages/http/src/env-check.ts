@@ -162,12 +162,10 @@ export function urlSetting(schemes: readonly string[], reason: string) {
 }
 
 /**
- * Development on loopback: a public URL of plain http on a loopback host (`localhost`,
- * `*.localhost`, 127.0.0.0/8, `[::1]`) can only be reached from its own machine. Only there may a
- * service do what would be unsafe on a server others reach, such as writing sign-in codes to its
- * log.
+ * Whether a public URL names this machine only: plain http on a loopback host (`localhost`,
+ * `*.localhost`, 127.0.0.0/8, `[::1]`).
  */
-export function isLocalDevelopment(publicUrl: string): boolean {
+export function isLoopbackUrl(publicUrl: string): boolean {
   const url = URL.parse(publicUrl);
   if (url?.protocol !== "http:") return false;
   return (
@@ -176,6 +174,45 @@ export function isLocalDevelopment(publicUrl: string): boolean {
     url.hostname === "[::1]" ||
     /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
   );
+}
+
+/**
+ * Whether a listener on `host` (one address, several, or unset: every interface) answers this
+ * machine only: each is a loopback address (127.0.0.0/8, `::1`, `::ffff:127.x.x.x`) or
+ * `localhost`. `0.0.0.0`, `::` and any other address answer the network.
+ */
+export function listensOnLoopbackOnly(host: string | readonly string[] | undefined): boolean {
+  const hosts = typeof host === "string" ? [host] : (host ?? []);
+  return hosts.length > 0 && hosts.every(isLoopbackAddress);
+}
+
+function isLoopbackAddress(host: string): boolean {
+  const address = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  return (
+    address === "localhost" ||
+    address === "::1" ||
+    /^(::ffff:)?127\.\d+\.\d+\.\d+$/.test(address) ||
+    /^0*:0*:0*:0*:0*:0*:0*:0*1$/.test(address)
+  );
+}
+
+/**
+ * Development on loopback: the service listens on loopback addresses only and its public URL
+ * is plain http on a loopback host, so nothing but its own machine reaches it. Only there may a
+ * service do what would be unsafe on a server others reach, such as writing sign-in codes to its
+ * log or fetching documents from private addresses. A loopback PUBLIC_URL is not enough: a
+ * container listens on 0.0.0.0 and its published port answers the network, whatever URL it is
+ * told.
+ *
+ * @example
+ * isLocalDevelopment("http://localhost:4000", ["127.0.0.1", "::1"]); // true
+ * isLocalDevelopment("http://localhost:4000", "0.0.0.0"); // false: production rules
+ */
+export function isLocalDevelopment(
+  publicUrl: string,
+  host: string | readonly string[] | undefined,
+): boolean {
+  return isLoopbackUrl(publicUrl) && listensOnLoopbackOnly(host);
 }
 
 /** "permission denied (EACCES)": the system's words, without the path Node's message repeats. */

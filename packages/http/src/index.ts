@@ -23,7 +23,7 @@ export {
   type Page,
   type RefusedRequest,
 } from "./endpoint.ts";
-export { isLocalDevelopment, readEnvironment, urlSetting } from "./env-check.ts";
+export { isLocalDevelopment, isLoopbackUrl, readEnvironment, urlSetting } from "./env-check.ts";
 export { healthEndpoints } from "./health.ts";
 export {
   answerError,

@@ -76,17 +76,42 @@ describe("urlSetting", () => {
 });
 
 describe("isLocalDevelopment", () => {
-  it("is plain http on a loopback host only", () => {
+  it("is plain http on a loopback host, served on loopback only", () => {
     for (const url of [
       "http://localhost:4000",
       "http://app.localhost",
       "http://127.0.0.2",
       "http://[::1]:1",
     ]) {
-      assert.equal(isLocalDevelopment(url), true, url);
+      assert.equal(isLocalDevelopment(url, ["127.0.0.1", "::1"]), true, url);
     }
     for (const url of ["https://localhost", "http://10.0.0.5", "http://agentpass.example", "x"]) {
-      assert.equal(isLocalDevelopment(url), false, url);
+      assert.equal(isLocalDevelopment(url, ["127.0.0.1", "::1"]), false, url);
+    }
+  });
+
+  it("is never a listener that answers the network, whatever PUBLIC_URL says", () => {
+    for (const host of [
+      "127.0.0.1",
+      "::1",
+      "[::1]",
+      "localhost",
+      "127.0.0.5",
+      "::ffff:127.0.0.1",
+    ]) {
+      assert.equal(isLocalDevelopment("http://localhost:4000", host), true, host);
+    }
+    for (const host of [
+      undefined,
+      "0.0.0.0",
+      "::",
+      "192.168.1.20",
+      "10.0.0.5",
+      "fd00::1",
+      ["127.0.0.1", "0.0.0.0"],
+      [],
+    ]) {
+      assert.equal(isLocalDevelopment("http://localhost:4000", host), false, String(host));
     }
   });
 });

@@ -6,7 +6,6 @@ import {
   createServiceMetrics,
   type Endpoint,
   healthEndpoints,
-  isLocalDevelopment,
   type Listener,
   type Page,
   type ServiceMetrics,
@@ -57,6 +56,8 @@ export interface AppOptions {
   notReady?: () => NotReadyReason | null;
   logger: Logger;
   publicUrl: string;
+  /** Development on loopback (`Config.development`): client documents on private addresses too. */
+  development: boolean;
   mailer: Mailer;
   rateLimitStore: RateLimitStore;
   rateLimitSettings: RateLimitSettings;
@@ -104,7 +105,7 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     // A service reachable only from its own machine may fetch http:// and private addresses (a
     // partner's website served on a laptop); any other fetches https from public addresses only,
     // so a server others reach never becomes a way into the network it runs in.
-    allowPrivateNetwork: isLocalDevelopment(publicUrl),
+    allowPrivateNetwork: options.development,
   };
   const fetchDocument = (url: URL) => fetchPublicDocument(url, fetchPolicy);
   const oauth: OAuthDeps = {
