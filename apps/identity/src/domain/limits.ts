@@ -8,7 +8,8 @@ const HOUR = 60 * MINUTE;
 
 /**
  * Every rate limit, per fixed window, in the shared rate-limit store:
- * sign-in mail per address and per client address, device-login codes per client, and user
+ * sign-in mail per address and per client address (long codes past the address's budget, per
+ * both), failed sign-ins per client address, device-login codes per client, and user
  * codes looked up or decided per signed-in account (10 logins' worth), fixed;
  * the hot paths' budgets, and OAuth's unauthenticated revocation, registration and client
  * metadata document fetches (per client address, and failed ones per document host), from the
@@ -19,6 +20,10 @@ export function rateLimits(settings: RateLimitSettings) {
     signInCodesPerAddress: { limit: 5, windowMs: 15 * MINUTE },
     signInCodesPerIp: { limit: 30, windowMs: 15 * MINUTE },
     signInCodesPerRememberedBrowser: { limit: 5, windowMs: 15 * MINUTE },
+    // Long codes for an address past its budget, per client address: its owner's few tries.
+    signInLongCodesPerIpAndAddress: { limit: 3, windowMs: 15 * MINUTE },
+    // A client address's 30 codes' worth of 5 wrong tries each; failures only.
+    signInFailuresPerIp: { limit: 150, windowMs: 15 * MINUTE },
     deviceCodesPerIp: { limit: 30, windowMs: 15 * MINUTE },
     deviceCodeGuessesPerAccount: { limit: 20, windowMs: 15 * MINUTE },
     mintsPerUserKey: { limit: settings.mintsPerMinute, windowMs: MINUTE },

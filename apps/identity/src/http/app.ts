@@ -168,6 +168,8 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
         perAddress: limiter("signInCodesPerAddress"),
         perIp: limiter("signInCodesPerIp"),
         perRememberedBrowser: limiter("signInCodesPerRememberedBrowser"),
+        perIpPastAddressBudget: limiter("signInLongCodesPerIpAndAddress"),
+        failuresPerIp: limiter("signInFailuresPerIp"),
       },
       publicUrl,
     }),

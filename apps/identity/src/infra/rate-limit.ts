@@ -18,6 +18,12 @@ export interface RateLimitResult {
 export interface RateLimiter {
   /** Counts one attempt for `key`; refused once `limit` were counted in the current window. */
   take(key: string): Promise<RateLimitResult>;
+  /**
+   * The refusal this process already answers `key` with until its window ends, or null; counts
+   * nothing and asks no store. For budgets counted after the work (failures only), checked
+   * before it: once a key is past its budget, its requests cost no work here.
+   */
+  refusal(key: string): RateLimitResult | null;
 }
 
 /** One counted hit: the count so far in the current window, and the milliseconds left in it. */
@@ -56,13 +62,22 @@ export function createRateLimiter(
   const { name, limit, windowMs, clock, onRefused } = options;
   // Keys refused lately, with when their window ends; the oldest are forgotten past the bound.
   const refusedUntil = new LRUCache<string, number>({ max: 10_000 });
+  function refused(key: string): RateLimitResult | null {
+    const now = clock();
+    const until = refusedUntil.get(key) ?? 0;
+    return until > now ? refusal(limit, until - now) : null;
+  }
   return {
+    refusal(key) {
+      const answer = refused(key);
+      if (answer) onRefused?.();
+      return answer;
+    },
     async take(key) {
-      const now = clock();
-      const until = refusedUntil.get(key) ?? 0;
-      if (until > now) {
+      const answer = refused(key);
+      if (answer) {
         onRefused?.();
-        return refusal(limit, until - now);
+        return answer;
       }
       const { count, resetMs } = await store.hit(`${name}:${key}`, windowMs);
       if (count <= limit) {

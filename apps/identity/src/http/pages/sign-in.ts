@@ -22,12 +22,15 @@ export interface SignInPagesOptions {
   ctx: IdentityContext;
   guard: WebGuard;
   mailer: Mailer;
-  limits: Pick<SignInDeps, "perAddress" | "perIp" | "perRememberedBrowser">;
+  limits: Pick<
+    SignInDeps,
+    "perAddress" | "perIp" | "perRememberedBrowser" | "perIpPastAddressBudget" | "failuresPerIp"
+  >;
   publicUrl: string;
 }
 
 /**
- * Sign-up and sign-in, one flow: an email gets a 6-digit code and a one-click link, redeemable
+ * Sign-up and sign-in, one flow: an email gets a code (6 digits, 16 past the address's budget) and a one-click link, redeemable
  * only in the browser that asked. Every address gets the same answer.
  */
 export function signInPages({ ctx, guard, mailer, limits, publicUrl }: SignInPagesOptions): Page[] {
@@ -58,12 +61,12 @@ ${error ? html`<p id="email-error" class="error" role="alert">${error}</p>` : ""
       session: web.session,
       csrf: web.csrf,
       body: html`<div class="card">
-<p>If ${sentTo ? html`<strong id="sent-to">${sentTo}</strong>` : "the address"} can receive mail, a 6-digit code and a sign-in link are on their way. They work for 10 minutes, in this browser only.</p>
+<p>If ${sentTo ? html`<strong id="sent-to">${sentTo}</strong>` : "the address"} can receive mail, a sign-in code and a sign-in link are on their way. They work for 10 minutes, in this browser only.</p>
 ${mailer.logsInstead ? html`<p class="warning" role="note">Development: no mail is sent (SMTP_URL is not set). The code is in the identity service's log.</p>` : ""}
 <form method="post" action="/sign-in/code">
 ${csrfField(web.csrf)}<input type="hidden" name="next" value="${next}">
 <label for="code">Code</label>
-<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]*" maxlength="12" required ${error ? html`aria-describedby="code-error" aria-invalid="true"` : ""} autofocus>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]*" maxlength="24" required ${error ? html`aria-describedby="code-error" aria-invalid="true"` : ""} autofocus>
 ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
 <p><button type="submit">Sign in</button></p>
 </form>
@@ -91,7 +94,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
    */
   async function recordFailedSignIn(
     request: EndpointRequest,
-    result: Exclude<RedeemResult, { ok: true }>,
+    result: Exclude<RedeemResult, { ok: true } | { code: "RATE_LIMITED" }>,
   ) {
     const found =
       result.code === "INVALID_CODE" ? await findAccountByEmail(ctx, result.email) : null;
@@ -106,6 +109,14 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
       detail: { reason: result.code === "INVALID_CODE" ? "wrong_code" : "no_open_code" },
     };
     await ctx.audit.record(event);
+  }
+
+  /** A refusal past the client address's budget of failed sign-ins. */
+  function tooManyFailures(retryAfterSeconds: number) {
+    return {
+      error: `Too many failed sign-ins from your network. Try again in ${inMinutes(retryAfterSeconds)}.`,
+      headers: { "Retry-After": String(retryAfterSeconds) },
+    };
   }
 
   /** The email form again, answered `status` with `error` (and `headers`). */
@@ -149,10 +160,9 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
         });
       }
       if (!result.ok) {
-        const minutes = Math.ceil(result.retryAfterSeconds / 60);
         return refuse(web, next, email, {
           status: 429,
-          error: `Too many codes asked for. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`,
+          error: `Too many codes asked for. Try again in ${inMinutes(result.retryAfterSeconds)}.`,
           headers: { "Retry-After": String(result.retryAfterSeconds) },
         });
       }
@@ -171,9 +181,17 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     path: "/sign-in/code",
     handle: guard.page(async (request, web) => {
       const next = safeNext(web.form.get("next"));
-      const code = (web.form.get("code") ?? "").replace(/\s/g, "").slice(0, 12);
-      const result = await redeemSignInCode(ctx, { browserNonce: web.browserId, code });
+      const code = (web.form.get("code") ?? "").replace(/\s/g, "").slice(0, 20);
+      const result = await redeemSignInCode(ctx, limits.failuresPerIp, {
+        browserNonce: web.browserId,
+        code,
+        ip: request.clientIp(),
+      });
       if (result.ok) return signedIn(request, result.account.id, next);
+      if (result.code === "RATE_LIMITED") {
+        const { error, headers } = tooManyFailures(result.retryAfterSeconds);
+        return htmlAnswer(await codeForm(web, next, error), 429, headers);
+      }
       await recordFailedSignIn(request, result);
       const message =
         result.code === "INVALID_CODE"
@@ -197,7 +215,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
 ${csrfField(web.csrf)}<input type="hidden" id="link-token" name="link" value="">
 <p>Continue to sign in to AgentPass in this browser.</p>
 <p><button type="submit">Continue</button></p></form>
-<noscript><p>This link needs JavaScript; type the 6-digit code from the mail instead.</p></noscript></div>`,
+<noscript><p>This link needs JavaScript; type the code from the mail instead.</p></noscript></div>`,
         }),
       ),
     ),
@@ -207,8 +225,18 @@ ${csrfField(web.csrf)}<input type="hidden" id="link-token" name="link" value="">
     path: "/sign-in/link",
     handle: guard.page(async (request, web) => {
       const link = (web.form.get("link") ?? "").slice(0, 100);
-      const result = await redeemSignInLink(ctx, { browserNonce: web.browserId, link });
+      const result = await redeemSignInLink(ctx, limits.failuresPerIp, {
+        browserNonce: web.browserId,
+        link,
+        ip: request.clientIp(),
+      });
       if (result.ok) return signedIn(request, result.account.id, "/keys");
+      if (result.code === "RATE_LIMITED") {
+        return refuse(web, "/keys", "", {
+          status: 429,
+          ...tooManyFailures(result.retryAfterSeconds),
+        });
+      }
       await recordFailedSignIn(request, result);
       return refuse(web, "/keys", "", {
         status: 400,
@@ -260,4 +288,9 @@ ${csrfField(web.csrf)}<input type="hidden" id="link-token" name="link" value="">
     signOut,
     signOutEverywhere,
   ];
+}
+
+function inMinutes(seconds: number): string {
+  const minutes = Math.ceil(seconds / 60);
+  return `${minutes} minute${minutes === 1 ? "" : "s"}`;
 }
