@@ -112,6 +112,23 @@ for (const engine of testEngines()) {
         assert.equal(open.length, 0);
       }
     });
+
+    it("adds the standard process and Node runtime series: memory, event loop lag, GC", async () => {
+      const response = await identity.app.request("/metrics");
+      const text = await response.text();
+      for (const [name, type] of [
+        ["process_resident_memory_bytes", "gauge"],
+        ["process_cpu_seconds_total", "counter"],
+        ["nodejs_eventloop_lag_seconds", "gauge"],
+        ["nodejs_heap_size_used_bytes", "gauge"],
+        ["nodejs_gc_duration_seconds", "histogram"],
+      ]) {
+        assert.match(text, new RegExp(`^# TYPE ${name} ${type}$`, "m"), name);
+      }
+      const samples = parsePrometheusText(text);
+      assert.ok(sampleValue(samples, "process_resident_memory_bytes") > 0);
+      assert.ok(sampleValue(samples, "nodejs_eventloop_lag_seconds") >= 0);
+    });
   });
 
   describe(`/metrics of the identity service is never public by default (${engine})`, () => {

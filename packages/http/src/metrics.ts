@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { isLoopbackRequest, type TrustProxy } from "./client-address.ts";
 
 /** Where a service answers its metrics, in Prometheus's text format. */
@@ -38,13 +38,18 @@ export interface ServiceMetrics {
 }
 
 /**
- * The series every service has, in a registry of its own: requests by method, route template
- * and status, with a histogram of their durations; 503s by code; the outcomes of the endpoints
- * that name one (verify, mint). Labels hold route templates and codes from the services' error
+ * The series every service has, in a registry of its own: the process and Node runtime ones
+ * prom-client collects by default (memory, CPU, event loop lag, GC); requests by method, route
+ * template and status, with a histogram of their durations; 503s by code; the outcomes of the
+ * endpoints that name one (verify, mint). Labels hold route templates and codes from the services' error
  * tables only, never a path or a value a client chose.
  */
 export function createServiceMetrics(options: { token?: string | undefined } = {}): ServiceMetrics {
   const registry = new Registry();
+  // The standard process and Node runtime series (process_resident_memory_bytes,
+  // nodejs_eventloop_lag_seconds, nodejs_gc_duration_seconds, …) under their usual names, so
+  // the dashboards and alerts written for any Node service work here.
+  collectDefaultMetrics({ register: registry });
   const requests = new Counter({
     name: "agentpass_http_requests_total",
     help: "Answered requests, by method, route template and status",

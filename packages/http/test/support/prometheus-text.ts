@@ -7,7 +7,9 @@ export interface Sample {
 
 const NAME = "[a-zA-Z_:][a-zA-Z0-9_:]*";
 const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*"';
-const VALUE = "[-+]?(?:[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf)|NaN";
+// NaN in any letter case, as Prometheus reads it (Go's ParseFloat): prom-client writes `Nan` for
+// the event loop delay's statistics before the first sample.
+const VALUE = "[-+]?(?:[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf)|[Nn][Aa][Nn]";
 const SAMPLE = new RegExp(
   `^(${NAME})(?:\\{((?:${LABEL})(?:,${LABEL})*,?)?\\})? (${VALUE})(?: -?[0-9]+)?$`,
 );
