@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { createServer as createHttpServer } from "node:http";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
@@ -74,6 +75,10 @@ async function startIssuer(engine: Engine) {
     },
   };
 }
+
+/** A PKCE verifier and its S256 challenge (RFC 7636). */
+const VERIFIER = "v".repeat(43);
+const CHALLENGE = createHash("sha256").update(VERIFIER).digest("base64url");
 
 const insecure = { execute: [client.allowInsecureRequests], algorithm: "oauth2" as const };
 
@@ -517,6 +522,12 @@ for (const engine of testEngines()) {
           code_challenge_method: "S256",
         });
         const { browser, account } = await as.browser();
+        // Not yet consented to: a refusal is shown here, with the document's name and host.
+        const noPkce = new URL(url);
+        noPkce.searchParams.delete("code_challenge");
+        const refused = await browser.get(noPkce.pathname + noPkce.search);
+        assert.equal(refused.status, 400);
+        assert.match(await refused.text(), new RegExp(`Metadata agent.*127\\.0\\.0\\.1:${port}`));
         const page = await (await browser.get(url.pathname + url.search)).text();
         assert.match(page, /Metadata agent/);
         assert.match(page, /unverified name, published at/);
@@ -562,37 +573,75 @@ for (const engine of testEngines()) {
       assert.equal(introspect.headers.get("access-control-allow-origin"), null);
     });
 
-    it("sends refusals back to the client, and never to an unregistered redirect URI", async () => {
+    it("shows refusals for a client nobody vouched for on its own page, and sends them back once the person granted it access", async () => {
       const redirectUri = "http://127.0.0.1:9/cb2";
       const config = await client.dynamicClientRegistration(
         new URL(as.issuer),
-        { redirect_uris: [redirectUri], token_endpoint_auth_method: "none" },
+        {
+          redirect_uris: [redirectUri],
+          token_endpoint_auth_method: "none",
+          client_name: "Stranger's agent",
+        },
         client.None(),
         insecure,
       );
       const clientId = config.clientMetadata().client_id;
       const { browser } = await as.browser();
-      const evil = await browser.get(
-        `/oauth/authorize?${new URLSearchParams({ client_id: clientId, redirect_uri: "https://evil.example/cb", response_type: "code" })}`,
-      );
+      const authorize = (params: Record<string, string>) =>
+        browser.get(
+          `/oauth/authorize?${new URLSearchParams({ client_id: clientId, response_type: "code", ...params })}`,
+        );
+      const evil = await authorize({ redirect_uri: "https://evil.example/cb" });
       assert.equal(evil.status, 400);
-      const noPkce = await browser.get(
-        `/oauth/authorize?${new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: "code", state: "s1" })}`,
-      );
+      const pkce = { code_challenge: CHALLENGE, code_challenge_method: "S256" };
+      const refusals = [
+        [{ redirect_uri: redirectUri, state: "s1" }, "PKCE is required"],
+        [{ redirect_uri: redirectUri, response_type: "token", ...pkce }, "Only response_type"],
+        [
+          { redirect_uri: redirectUri, ...pkce, resource: "https://unknown.example/api" },
+          "Unknown resource",
+        ],
+      ] as const;
+      for (const [params, reason] of refusals) {
+        const refused = await authorize(params);
+        assert.equal(refused.status, 400, "shown here, not redirected (RFC 9700 section 4.11.2)");
+        assert.equal(refused.headers.get("location"), null);
+        const page = await refused.text();
+        assert.ok(page.includes(reason), reason);
+        assert.match(page, /Stranger(&#39;|&#x27;|')s agent/, "the client's name");
+        assert.match(page, /127\.0\.0\.1:9/, "and its domain");
+      }
+
+      // The person grants it access: from then on they vouch for it, and errors go back to it.
+      const asked = await authorize({ redirect_uri: redirectUri, ...pkce });
+      const consent = await asked.text();
+      assert.equal(asked.status, 200, consent);
+      const query =
+        /name="request" value="([^"]+)"/.exec(consent)?.[1]?.replaceAll("&amp;", "&") ?? "";
+      const approved = await browser.post("/oauth/authorize", {
+        request: query,
+        decision: "approve",
+      });
+      assert.equal(approved.status, 303);
+      const code = new URL(approved.headers.get("location") ?? "").searchParams.get("code") ?? "";
+      const redeemed = await form(`${as.issuer}/oauth/token`, {
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: redirectUri,
+        client_id: clientId,
+        code_verifier: VERIFIER,
+      });
+      assert.equal(redeemed.response.status, 200);
+      const noPkce = await authorize({ redirect_uri: redirectUri, state: "s1" });
       assert.equal(noPkce.status, 303);
       const refused = new URL(noPkce.headers.get("location") ?? "");
       assert.equal(refused.searchParams.get("error"), "invalid_request");
       assert.equal(refused.searchParams.get("state"), "s1");
-      const unknownTarget = await browser.get(
-        `/oauth/authorize?${new URLSearchParams({
-          client_id: clientId,
-          redirect_uri: redirectUri,
-          response_type: "code",
-          code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-          code_challenge_method: "S256",
-          resource: "https://unknown.example/api",
-        })}`,
-      );
+      const unknownTarget = await authorize({
+        redirect_uri: redirectUri,
+        ...pkce,
+        resource: "https://unknown.example/api",
+      });
       assert.equal(
         new URL(unknownTarget.headers.get("location") ?? "").searchParams.get("error"),
         "invalid_target",

@@ -35,9 +35,12 @@ export type AuthorizationRequest = {
 };
 
 export type AuthorizationCheck =
-  /** Nothing may be redirected: the client or its redirect URI is unknown (section 4.1.2.1). */
-  | { ok: false; redirect: false; description: string }
-  /** An error the client learns at its redirect URI. */
+  /**
+   * Nothing may be redirected: the client or its redirect URI is unknown (section 4.1.2.1), or
+   * nobody vouched for the client (`client`: which one, to show the person).
+   */
+  | { ok: false; redirect: false; description: string; client?: OAuthClient }
+  /** An error a vouched-for client learns at its redirect URI. */
   | {
       ok: false;
       redirect: true;
@@ -48,13 +51,21 @@ export type AuthorizationCheck =
     }
   | { ok: true; request: AuthorizationRequest };
 
-/** Checks an authorization request's parameters, in the order RFC 6749 section 4.1.2.1 asks. */
+/**
+ * Checks an authorization request's parameters, in the order RFC 6749 section 4.1.2.1 asks.
+ * An error goes back to the redirect URI only for a client someone vouched for: the operator
+ * (`isVouchedClientId`) or the person, by a grant they gave it. Anyone may register a client or
+ * publish a document naming any redirect URI, so redirecting their errors unseen would make
+ * AgentPass's domain an open redirector (RFC 9700 section 4.11.2): those are shown instead.
+ */
 export async function checkAuthorizationRequest(
   ctx: Needs<"oauth" | "store">,
   deps: ClientDeps,
   params: URLSearchParams,
   /** The client address of the request: a metadata document fetched for it is counted there. */
   requester: string,
+  /** The signed-in person the request is for. */
+  accountId: string,
 ): Promise<AuthorizationCheck> {
   const single = (name: string) => {
     const values = params.getAll(name);
@@ -77,10 +88,13 @@ export async function checkAuthorizationRequest(
     };
   }
   const state = single("state") ?? undefined;
-  const refuse = (
+  const refuse = async (
     error: "invalid_request" | "unsupported_response_type" | "invalid_target",
     description: string,
-  ) => ({ ok: false, redirect: true, redirectUri, state, error, description }) as const;
+  ): Promise<AuthorizationCheck> =>
+    (await isVouchedFor(ctx, client, accountId))
+      ? { ok: false, redirect: true, redirectUri, state, error, description }
+      : { ok: false, redirect: false, description, client };
   if (single("state") === null) return refuse("invalid_request", "state is repeated");
   const responseType = single("response_type");
   if (responseType !== "code") {
@@ -106,6 +120,17 @@ export async function checkAuthorizationRequest(
     ok: true,
     request: { client, redirectUri, state, codeChallenge: challenge, resource, scope },
   };
+}
+
+/** Whether the operator vouched for `client`, or the person did by a grant still in force. */
+async function isVouchedFor(
+  ctx: Needs<"oauth">,
+  client: OAuthClient,
+  accountId: string,
+): Promise<boolean> {
+  if (isVouchedClientId(client.clientId)) return true;
+  const grants = await ctx.oauth.listGrants(accountId);
+  return grants.some((grant) => grant.clientId === client.clientId);
 }
 
 /** The code a person's consent gives the client, stored only as its hash. */

@@ -12,6 +12,7 @@ import {
   type AuthorizationRequest,
   checkAuthorizationRequest,
   issueAuthorizationCode,
+  type OAuthClient,
   type OAuthDeps,
 } from "../../domain/oauth.ts";
 import { byPerson } from "../web/audit.ts";
@@ -25,7 +26,8 @@ import { contentSecurityPolicy, htmlAnswer, redirect } from "../web/page-answers
  * sees which client asks, for which partner, and approves or denies. The client's name is its
  * own word and shown as unverified; its redirect address is shown as the fact it is. Refusals
  * that cannot be trusted to the redirect URI (unknown client, unregistered redirect) are shown
- * here; the rest go back to the client with `state` and `iss` (RFC 9207).
+ * here, and so are those of a client nobody vouched for, with its name and domain; a vouched-for
+ * client's go back to it with `state` and `iss` (RFC 9207).
  */
 export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuthDeps): Page[] {
   function page(
@@ -61,12 +63,15 @@ export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuth
       oauth,
       new URLSearchParams(query),
       request.clientIp(),
+      web.session.accountId,
     );
     if (check.ok) return { ok: true, request: check.request };
     if (!check.redirect) {
+      const from = check.client ? html` from ${clientOf(check.client)}` : "";
       const refusal = page(
         web,
-        html`<p class="error" role="alert">This authorization request cannot be answered: ${check.description}.</p>`,
+        html`<p class="error" role="alert">This authorization request${from} cannot be answered: ${check.description}.</p>
+${check.client ? html`<p class="muted">You were not sent back to it: nobody has vouched for this client yet.</p>` : ""}`,
         400,
       );
       return { ok: false, answer: refusal };
@@ -77,6 +82,15 @@ export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuth
       state: check.state,
     });
     return { ok: false, answer };
+  }
+
+  /** The client as a person may judge it: its own word for its name, and where it lives. */
+  function clientOf(client: OAuthClient) {
+    const domain =
+      client.kind === "metadata_document"
+        ? new URL(client.clientId).host
+        : client.redirectUris.map((uri) => destinationOf(uri).shown).join(", ");
+    return html`<strong>${client.clientName}</strong> <span class="muted">(unverified name, at <code>${domain}</code>)</span>`;
   }
 
   function consent(web: SignedInRequest, request: AuthorizationRequest, query: string) {
@@ -192,14 +206,14 @@ export const AUTHORIZE_PAGE: DocumentedRoute = {
       },
       "303": {
         description:
-          "To sign in first (/sign-in?next=…), or back to the client's redirect_uri with an error, state and iss (RFC 9207)",
+          "To sign in first (/sign-in?next=…), or back to the redirect_uri of a client the person already granted access with an error, state and iss (RFC 9207)",
         headers: {
           Location: { description: "Where the browser goes next", schema: { type: "string" } },
         },
       },
       "400": {
         description:
-          "A request that cannot be answered at its redirect_uri (unknown client, unregistered redirect_uri), shown to the person",
+          "A request that cannot be answered at its redirect_uri (unknown client, unregistered redirect_uri), or any refused request of a client the person has not granted access, shown to the person with the client's name and domain",
         content: { "text/html": { schema: { type: "string" } } },
       },
     },
