@@ -13,6 +13,7 @@ import {
   parseTrustProxy,
   readEnvironment,
   type TrustProxy,
+  trustingHeader,
   urlSetting,
 } from "@agentpass/http";
 import { z } from "zod";
@@ -65,6 +66,11 @@ const ConfigSchema = z.object({
       return trust;
     })
     .optional(),
+  /**
+   * The one header the trusted proxies write to name the client: `x-forwarded-for` (unset) or
+   * `forwarded` (RFC 7239). The other is ignored: a client could write it.
+   */
+  TRUST_PROXY_HEADER: z.enum(["x-forwarded-for", "forwarded"]).optional(),
   /**
    * Milliseconds a stopping server keeps serving after /readyz turned 503, so the load balancer
    * takes it out first. Unset: 5000, or 0 in development (`Config.development`).
@@ -265,7 +271,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       port: values.PORT,
       host,
       development,
-      trustProxy: values.TRUST_PROXY ?? "none",
+      trustProxy: trustingHeader(values.TRUST_PROXY ?? "none", values.TRUST_PROXY_HEADER),
       maxConnections: values.MAX_CONNECTIONS,
       shutdownDrainMs: values.SHUTDOWN_DRAIN_MS ?? (development ? 0 : DEFAULT_DRAIN_MS),
       metricsToken: values.METRICS_TOKEN,

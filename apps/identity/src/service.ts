@@ -203,6 +203,7 @@ export async function openIdentityService(
         }
         await loopback.close();
         await purges.stop();
+        await ctx.audit.flush().catch(() => {});
         await keyUsage.close().catch(() => {});
         await usage.close().catch(() => {});
         await rateLimitStore.close();

@@ -4,8 +4,11 @@ export {
   clientAddress,
   clientAddressOf,
   isLoopbackRequest,
+  type ProxyHeader,
   parseTrustProxy,
+  rateLimitKey,
   type TrustProxy,
+  trustingHeader,
 } from "./client-address.ts";
 export {
   childTraceparent,
@@ -58,3 +61,4 @@ export {
   SOCKET_LIMITS,
   startServer,
 } from "./server.ts";
+export { escapeControls, terminalText } from "./terminal-text.ts";
