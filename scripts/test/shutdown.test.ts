@@ -18,6 +18,7 @@ function serve(bin: string, env: Record<string, string>) {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
+  const log = () => output;
   const url = new Promise<string>((resolve, reject) => {
     child.stdout?.on("data", (chunk) => {
       output += chunk;
@@ -29,7 +30,31 @@ function serve(bin: string, env: Record<string, string>) {
   const exited = new Promise<{ code: number | null }>((resolve) =>
     child.once("exit", (code) => resolve({ code })),
   );
-  return { child, url, exited };
+  return { child, url, exited, log };
+}
+
+/**
+ * A keep-alive connection kept busy, as a pooled client with no load balancer between keeps
+ * it: `first` is written, then `next` each time an answer arrives. `first` may leave its body
+ * short by `missing` bytes, written by `finish`: the connection is then mid-request. Settles with
+ * every answer once the server closes the connection.
+ */
+function keepBusy(url: string, first: string, next: string, missing = 0) {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let answers = "";
+  socket.on("data", (chunk) => {
+    answers += chunk;
+    if (!socket.writableEnded) socket.write(next);
+  });
+  socket.on("error", () => {});
+  const closed = new Promise<string>((resolve) => socket.on("close", () => resolve(answers)));
+  socket.write(first.slice(0, first.length - missing));
+  return {
+    finish: () => socket.write(first.slice(first.length - missing)),
+    closed,
+    destroy: () => socket.destroy(),
+  };
 }
 
 /** Sends a request whose body is still missing `missing` bytes: the server is mid-request. */
@@ -150,6 +175,39 @@ describe("graceful shutdown on SIGTERM", () => {
     await checkDrainingStop(
       serve("apps/identity/src/bin.ts", { DATA_DIR: tempDir(), SHUTDOWN_DRAIN_MS: DRAIN_MS }),
     );
+  });
+
+  it("identity service: with no load balancer and a client that keeps its connection busy, drains and exits 0", async () => {
+    const service = serve("apps/identity/src/bin.ts", {
+      DATA_DIR: tempDir(),
+      // Short: the drain is not what this test is about; the connection that stays busy is.
+      SHUTDOWN_DRAIN_MS: "200",
+    });
+    const url = await service.url;
+    const body = JSON.stringify({ sessionToken: "aps_whatever" });
+    const verify = `POST /api/verify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer apk_${"a".repeat(38)}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const health = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    // Mid-request when the listener closes: the connection is not idle then.
+    const client = keepBusy(url, verify, health, 5);
+    try {
+      await pause(300);
+      service.child.kill("SIGTERM");
+      while (await canConnect(url)) await pause(20);
+      client.finish();
+      const answers = await client.closed;
+      assert.match(
+        answers,
+        /^HTTP\/1\.1 401 /,
+        `the request in flight is answered: ${service.log()}`,
+      );
+      assert.match(answers, /\r\nconnection: close\r\n/i, "and its connection closed after");
+      const { code } = await service.exited;
+      assert.equal(code, 0, service.log());
+      assert.doesNotMatch(service.log(), /forced exit/);
+      assert.match(service.log(), /"msg":"shutting down"/);
+    } finally {
+      client.destroy();
+    }
   });
 
   describe("notes API", () => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { isSchemaBehind } from "@agentpass/db";
-import { startServer } from "@agentpass/http";
+import { startServer, stopOnSignals } from "@agentpass/http";
 import { CommandError, runAdminCommand, UsageError } from "./admin-command.ts";
 import { runBackupCommand } from "./backup-command.ts";
 import { loadConfig } from "./config.ts";
@@ -162,14 +162,7 @@ async function serveForever(config: Parameters<typeof openIdentityService>[0]): 
     { url: server.url, engine: config.databaseUrl ? "postgres" : "sqlite" },
     "identity service listening",
   );
-  const stop = () => {
-    service.logger.info({ drainMs: config.shutdownDrainMs }, "shutting down");
-    server.close().then(() => process.exit(0));
-    // In-flight requests get 10 s once the drain ends.
-    setTimeout(() => process.exit(1), config.shutdownDrainMs + 10_000).unref();
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
+  stopOnSignals(server, { drainMs: config.shutdownDrainMs, logger: service.logger });
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -2,7 +2,7 @@
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import { backupDatabase, isSchemaBehind } from "@agentpass/db";
-import { startServer, terminalText } from "@agentpass/http";
+import { startServer, stopOnSignals, terminalText } from "@agentpass/http";
 import { canonicalizeEmail } from "@agentpass/verify";
 import pino from "pino";
 import { loadNotesConfig, type NotesConfig } from "./config.ts";
@@ -151,13 +151,7 @@ async function serve(config: NotesConfig): Promise<void> {
     drainMs: config.shutdownDrainMs,
   });
   service.logger.info({ url: server.url, agentpass: config.agentpassUrl }, "notes API listening");
-  const stop = () => {
-    server.close().then(() => process.exit(0));
-    // In-flight requests get 10 s once the drain ends.
-    setTimeout(() => process.exit(1), config.shutdownDrainMs + 10_000).unref();
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
+  stopOnSignals(server, { drainMs: config.shutdownDrainMs, logger: service.logger });
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -61,4 +61,5 @@ export {
   SOCKET_LIMITS,
   startServer,
 } from "./server.ts";
+export { stopOnSignals } from "./shutdown.ts";
 export { escapeControls, terminalText } from "./terminal-text.ts";

@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Listener } from "./api-router.ts";
@@ -20,7 +20,8 @@ export interface RunningServer {
   port: number;
   /**
    * Marks the service not ready (`beginDrain`), keeps serving for `drainMs`, then stops accepting
-   * connections, lets in-flight requests finish, and closes the service.
+   * connections, closes the idle ones, lets in-flight requests finish (each answered with
+   * `Connection: close`, its connection closed after it), and closes the service.
    */
   close(): Promise<void>;
 }
@@ -82,19 +83,36 @@ export async function startServer(
     close: async () => {
       service.beginDrain?.();
       if (options.drainMs) await new Promise((done) => setTimeout(done, options.drainMs));
-      await Promise.all(
-        servers.map(
-          (server) =>
-            new Promise<void>((done) => {
-              server.close(() => done());
-              server.closeIdleConnections();
-            }),
-        ),
-      );
+      await Promise.all(servers.map(closeListenerAndConnections));
       await service.close().catch(() => {});
     },
   };
 }
+
+/**
+ * Closes `server`'s listener, and its connections as they fall idle: `server.close()` waits for
+ * every connection, and a client that keeps sending on a keep-alive one (any pooled client with
+ * no load balancer between) would hold the stop open until the forced exit. From now on each
+ * answer says `Connection: close`, which makes Node end its connection after it, and a
+ * connection idle or fallen idle since (after an answer started before the stop) is closed.
+ * Nothing is added to a request before the stop.
+ */
+function closeListenerAndConnections(server: Server): Promise<void> {
+  return new Promise<void>((done) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    server.close(() => {
+      clearInterval(sweep);
+      done();
+    });
+    server.prependListener("request", (_request, response: ServerResponse) => {
+      response.setHeader("Connection", "close");
+    });
+    server.closeIdleConnections();
+  });
+}
+
+/** How often a closing server closes the connections that fell idle since. */
+const IDLE_SWEEP_MS = 50;
 
 /**
  * One server per host, all on the same port: the first picks it when `port` is 0, and if a later
