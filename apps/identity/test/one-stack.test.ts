@@ -101,3 +101,87 @@ describe("one HTTP stack serves the API endpoints and the pages", () => {
     });
   });
 });
+
+describe("one device flow (RFC 8628) behind /oauth/* and its /api/device/* aliases", () => {
+  let database: TestDatabase;
+  let service: IdentityService;
+  before(async () => {
+    database = await createTestDatabase("sqlite");
+    ({ service } = await openLoggedService(database));
+  });
+  after(async () => {
+    await service.close();
+    await database.drop();
+  });
+
+  const FORM = { "content-type": "application/x-www-form-urlencoded" };
+  const DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
+  const post = async (path: string, body: string) => {
+    const response = await service.request(path, { method: "POST", headers: FORM, body });
+    return { response, body: (await response.json()) as Record<string, unknown> };
+  };
+  const noStore = (response: Response) => [
+    response.headers.get("cache-control"),
+    response.headers.get("pragma"),
+  ];
+
+  it("answers both starts and both polls with Cache-Control: no-store and Pragma: no-cache", async () => {
+    const starts = [
+      await post("/oauth/device_authorization", "client_id=agentpass-cli&client_name=laptop"),
+      await post("/api/device/code", "client_name=laptop"),
+    ];
+    for (const { response, body } of starts) {
+      assert.equal(response.status, 200);
+      assert.deepEqual(noStore(response), ["no-store", "no-cache"]);
+      const deviceCode = String(body.device_code);
+      const polls = [
+        await post(
+          "/oauth/token",
+          `grant_type=${DEVICE_GRANT}&client_id=agentpass-cli&device_code=${deviceCode}`,
+        ),
+        await post("/api/device/token", `device_code=${deviceCode}`),
+      ];
+      // A login started at either URL is the same login, polled at either.
+      assert.deepEqual(
+        polls.map((poll) => [poll.response.status, poll.body.error, ...noStore(poll.response)]),
+        [
+          [400, "authorization_pending", "no-store", "no-cache"],
+          [400, "slow_down", "no-store", "no-cache"],
+        ],
+      );
+    }
+  });
+
+  it("reads both with one form reader: a field sent twice is refused", async () => {
+    const refused = [
+      await post("/oauth/device_authorization", "client_id=agentpass-cli&client_id=other"),
+      await post("/api/device/code", "client_name=a&client_name=b"),
+      await post("/oauth/token", `grant_type=${DEVICE_GRANT}&device_code=a&device_code=b`),
+      await post("/api/device/token", "device_code=a&device_code=b"),
+    ];
+    assert.deepEqual(
+      refused.map(({ response }) => response.status),
+      [400, 400, 400, 400],
+    );
+    assert.equal(refused[0]?.body.error_description, "client_id is repeated");
+    assert.equal(refused[2]?.body.error_description, "device_code is repeated");
+  });
+
+  it("answers a body over 8 KiB with the same 413 on all four", async () => {
+    const large = `device_code=${"x".repeat(9000)}`;
+    for (const path of [
+      "/oauth/device_authorization",
+      "/oauth/token",
+      "/api/device/code",
+      "/api/device/token",
+    ]) {
+      const { response, body } = await post(path, large);
+      assert.equal(response.status, 413, path);
+      assert.deepEqual(body, {
+        error: "invalid_request",
+        error_description: "Request body too large",
+      });
+      assert.deepEqual(noStore(response), ["no-store", "no-cache"], path);
+    }
+  });
+});

@@ -38,7 +38,7 @@ function isJsonValue(value: unknown): value is JsonValue {
  * A JSON document, kept exactly as the request body held it. zod's `z.json()` builds every
  * object again by assignment, which turns a `"__proto__"` key into the copy's prototype: the key
  * and its value were lost without an error. The body's nesting is bounded before any schema runs
- * (`readBody`), so the check's recursion is too. A checked `unknown` rather than `z.custom`, which
+ * (the router's `MAX_JSON_DEPTH`), so the check's recursion is too. A checked `unknown` rather than `z.custom`, which
  * has no JSON Schema: MCP tools publish theirs from these schemas (the cast only names the type
  * the check guarantees).
  */

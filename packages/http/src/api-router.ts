@@ -4,6 +4,7 @@ import { ApiRequest, headerOf } from "./api-request.ts";
 import type { TrustProxy } from "./client-address.ts";
 import { requestIdOf, type TraceContext, traceContextOf } from "./correlation.ts";
 import { type Answer, type Endpoint, isPage, type Page, type RefusedRequest } from "./endpoint.ts";
+import { checkInputDeclared, serveEndpoint } from "./endpoint-input.ts";
 import { answerError, COMMON_ERRORS, HttpError, type PlainAnswer } from "./http-error.ts";
 import { METRICS_PATH, mayReadMetrics, outcomeCode, type ServiceMetrics } from "./metrics.ts";
 
@@ -70,7 +71,10 @@ export function createApiListener(
       else templated.push(route);
     }
     route.byMethod.set(definition.method, definition);
-    if (!isPage(definition)) route.api = true;
+    if (!isPage(definition)) {
+      checkInputDeclared(definition, names);
+      route.api = true;
+    }
   }
 
   return (incoming, response) => {
@@ -138,7 +142,9 @@ export function createApiListener(
     });
     let answered: ReturnType<Endpoint["handle"]>;
     try {
-      answered = definition.handle(request);
+      answered = isPage(definition)
+        ? definition.handle(request)
+        : serveEndpoint(definition, request);
     } catch (error) {
       return respondError(error, current);
     }

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import type { z } from "zod";
 import type { ZodOpenApiOperationObject } from "zod-openapi";
 import type { TraceContext } from "./correlation.ts";
 import type { ErrorDef, HttpError, PlainAnswer } from "./http-error.ts";
@@ -6,7 +7,7 @@ import type { JsonBody } from "./read-body.ts";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
-/** What a handler sees of a request. */
+/** What a page sees of a request: all of it, its query and body read as the page chooses. */
 export interface EndpointRequest {
   readonly method: string;
   /** The path, without the query. */
@@ -60,19 +61,91 @@ export interface Answer {
 }
 
 /**
- * One API endpoint, defined once: where it is, what it takes and answers (the OpenAPI operation,
- * built from zod schemas), which refusals of the service's error table it may give, and its
- * handler. The one router serves it (`createApiListener`) and the OpenAPI document describes it
- * (`buildOpenApiDocument`), both from this definition.
+ * What an endpoint's handler sees of a request beside its input: headers, the client, the ids.
+ * Its path parameters, query and body reach it only as `input`, parsed by the schemas the
+ * endpoint documents, so a handler cannot read a field its document does not name.
  */
-export interface Endpoint {
+export type ApiCall = Pick<
+  EndpointRequest,
+  "method" | "header" | "clientIp" | "clientAddress" | "requestId" | "trace"
+>;
+
+/** How an endpoint's body is sent: JSON, an HTML or OAuth form, or either. */
+export type BodyEncoding = "json" | "form" | "json or form";
+
+/**
+ * What an endpoint takes, as zod schemas. The router parses every request through them before
+ * the handler runs, and the OpenAPI document is generated from them: what is documented is what
+ * is checked.
+ */
+export interface EndpointInput {
+  /** The path's `{name}` segments (decoded), as one object. */
+  params?: z.ZodType;
+  /** The query's parameters, the first value of a repeated one, as one object. */
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** How the body is sent; `json` by default. */
+  encoding?: BodyEncoding;
+  /** Whether a body must be sent (default true); an empty optional body parses as `{}`. */
+  bodyRequired?: boolean;
+}
+
+/** How deeply a JSON body may nest: schemas and presenters may walk it recursively. */
+export const MAX_JSON_DEPTH = 64;
+
+/** Why the router refused a request's input before its handler ran. */
+export type InputFailure =
+  | { part: "body"; problem: "not_json" | "not_form" | "too_deep" }
+  /** A form that names a field twice (RFC 6749 section 3.2 forbids it). */
+  | { part: "body"; problem: "repeated"; field: string }
+  | { part: "params" | "query" | "body"; problem: "schema"; error: z.ZodError };
+
+/** What `admit` decided: the request is read, with what it found, or refused with an answer. */
+export type Admission<A> = { ok: true; admitted: A } | { ok: false; answer: Answer | HttpError };
+
+type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+/** An endpoint's input as its handler gets it: parsed, typed, and nothing else. */
+export interface ParsedInput<I extends EndpointInput, A> {
+  params: Parsed<I["params"]>;
+  query: Parsed<I["query"]>;
+  body: Parsed<I["body"]>;
+  /** What `admit` answered. */
+  admitted: A;
+}
+
+/**
+ * One API endpoint, defined once: where it is, what it takes (`input`, parsed by the router and
+ * documented from the same schemas) and answers (the OpenAPI operation), which refusals of the
+ * service's error table it may give, and its handler. The one router serves it
+ * (`createApiListener`) and the OpenAPI document describes it (`buildOpenApiDocument`), both from
+ * this definition.
+ */
+export interface Endpoint<I extends EndpointInput = EndpointInput, A = unknown> {
   method: Method;
   /** An OpenAPI path template: `/api/notes/{id}`. */
   path: string;
-  /** The operation as documented, its success responses included. */
-  operation: Omit<ZodOpenApiOperationObject, "responses"> & {
+  /**
+   * The operation as documented, its success responses included; its parameters and body are
+   * generated from `input`.
+   */
+  operation: Omit<ZodOpenApiOperationObject, "responses" | "requestBody" | "requestParams"> & {
     responses: ZodOpenApiOperationObject["responses"];
   };
+  /** What the endpoint takes; an endpoint with `{name}` segments in its path names `params`. */
+  input?: I;
+  /**
+   * The answer to input `input`'s schemas refuse (required with `input`): the endpoint's
+   * documented 400, its message kept exactly.
+   */
+  refuseInput?(failure: InputFailure): Answer | HttpError;
+  /**
+   * Whether the request is read at all, from its headers and client only: a credential, a
+   * budget. Run before the input is parsed, so a caller refused here is answered the same
+   * whatever its body holds, and that body is never read. Its result reaches the handler as
+   * `input.admitted`; a refusal's answer (or an `HttpError` thrown) is answered.
+   */
+  admit?(request: ApiCall): Promise<Admission<A>> | Admission<A>;
   /** Every refusal the handler may answer, for the document; 500 and 503 are implied. */
   errors?: readonly ErrorDef[];
   /**
@@ -96,12 +169,29 @@ export interface Endpoint {
    * the endpoint's out (OAuth endpoints answer RFC 6749's `{ error, error_description }`).
    */
   renderError?: (answer: PlainAnswer) => Answer;
-  handle(request: EndpointRequest): Promise<Answer | HttpError> | Answer | HttpError;
+  handle(
+    request: ApiCall,
+    input: ParsedInput<I, A>,
+  ): Promise<Answer | HttpError> | Answer | HttpError;
 }
 
-/** Identity function that types an endpoint definition. */
-export function defineEndpoint(endpoint: Endpoint): Endpoint {
-  return endpoint;
+/**
+ * Types an endpoint definition: its handler's input from its schemas and `admit`.
+ *
+ * @example
+ * defineEndpoint({
+ *   method: "POST",
+ *   path: "/api/tags",
+ *   operation: { operationId: "createTag", responses: { "201": created } },
+ *   input: { body: z.object({ name: z.string() }) },
+ *   refuseInput: () => new HttpError(ERRORS.invalid_body),
+ *   handle: (request, { body }) => ({ status: 201, body: { name: body.name } }),
+ * });
+ */
+export function defineEndpoint<I extends EndpointInput = EndpointInput, A = undefined>(
+  endpoint: Endpoint<I, A>,
+): Endpoint {
+  return endpoint as Endpoint;
 }
 
 /**

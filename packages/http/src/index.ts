@@ -17,11 +17,18 @@ export {
   traceContextOf,
 } from "./correlation.ts";
 export {
+  type Admission,
   type Answer,
+  type ApiCall,
+  type BodyEncoding,
   defineEndpoint,
   definePage,
   type Endpoint,
+  type EndpointInput,
   type EndpointRequest,
+  type InputFailure,
+  MAX_JSON_DEPTH,
+  type ParsedInput,
   type Method,
   type Page,
   type RefusedRequest,

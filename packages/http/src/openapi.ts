@@ -2,10 +2,11 @@ import { z } from "zod";
 import {
   createDocument,
   type ZodOpenApiObject,
+  type ZodOpenApiOperationObject,
   type ZodOpenApiPathsObject,
   type ZodOpenApiResponseObject,
 } from "zod-openapi";
-import type { Endpoint } from "./endpoint.ts";
+import type { Endpoint, EndpointInput } from "./endpoint.ts";
 import { COMMON_ERRORS, type ErrorDef } from "./http-error.ts";
 
 const integer = (description: string) => ({ description, schema: { type: "integer" as const } });
@@ -55,7 +56,9 @@ const ValidationDetails = z
  * with 405 that a protocol tells clients to try). Such a route is described here only: the
  * contract test holds it to its live answers.
  */
-export type DocumentedRoute = Pick<Endpoint, "method" | "path" | "operation" | "errors"> & {
+export type DocumentedRoute = Pick<Endpoint, "method" | "path" | "errors" | "input"> & {
+  /** A page's parameters are documented here by hand; an endpoint's come from its `input`. */
+  operation: ZodOpenApiOperationObject;
   undocumented?: boolean;
 };
 
@@ -89,6 +92,7 @@ export function buildOpenApiDocument(
     paths[endpoint.path] ??= {};
     (paths[endpoint.path] as Record<string, unknown>)[endpoint.method.toLowerCase()] = {
       ...endpoint.operation,
+      ...(endpoint.input && documentedInput(endpoint.input)),
       responses,
     };
   }
@@ -96,6 +100,33 @@ export function buildOpenApiDocument(
     string,
     unknown
   >;
+}
+
+const MEDIA_TYPES = {
+  json: ["application/json"],
+  form: ["application/x-www-form-urlencoded"],
+  "json or form": ["application/json", "application/x-www-form-urlencoded"],
+};
+
+/** The operation's parameters and body: the schemas the router parses requests with. */
+function documentedInput(input: EndpointInput): Partial<ZodOpenApiOperationObject> {
+  const operation: Partial<ZodOpenApiOperationObject> = {};
+  if (input.params || input.query) {
+    operation.requestParams = {
+      ...(input.params && { path: input.params }),
+      ...(input.query && { query: input.query }),
+    } as ZodOpenApiOperationObject["requestParams"];
+  }
+  const schema = input.body;
+  if (schema) {
+    operation.requestBody = {
+      required: input.bodyRequired ?? true,
+      content: Object.fromEntries(
+        MEDIA_TYPES[input.encoding ?? "json"].map((type) => [type, { schema }]),
+      ),
+    };
+  }
+  return operation;
 }
 
 function errorResponses(errors: readonly ErrorDef[]): Record<string, ZodOpenApiResponseObject> {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { after, before, describe, it } from "node:test";
+import { z } from "zod";
 import {
   COMMON_ERRORS,
   createApiListener,
@@ -10,12 +11,54 @@ import {
   type RunningServer,
   startServer,
 } from "../src/index.ts";
+import { buildOpenApiDocument } from "../src/openapi.ts";
 import { captureLog } from "./support/captured-log.ts";
 
-const ERRORS = defineErrors({ thing_not_found: { status: 404, message: "Thing not found" } });
+const ERRORS = defineErrors({
+  thing_not_found: { status: 404, message: "Thing not found" },
+  invalid_count: { status: 400, message: "Invalid count" },
+  invalid_mode: { status: 400, message: "Invalid mode" },
+  invalid_json: { status: 400, message: "Body must be JSON" },
+  invalid_body: { status: 400, message: "Invalid body" },
+  key_missing: { status: 401, message: "Send x-key" },
+});
 
-/** A service of four endpoints, logging into `lines`. */
-function testService() {
+const ThingId = z.object({ id: z.string() });
+
+/**
+ * `POST /api/checked/{count}?mode=`: every part of its input documented by a schema, its key
+ * checked first; `handled` counts the calls of its handler.
+ */
+function checkedEndpoint(handled: { calls: number }) {
+  return defineEndpoint({
+    method: "POST",
+    path: "/api/checked/{count}",
+    maxBodyBytes: 1000,
+    operation: { operationId: "check", responses: {} },
+    admit: (request) =>
+      request.header("x-key") === "k"
+        ? { ok: true, admitted: "k" }
+        : { ok: false, answer: new HttpError(ERRORS.key_missing) },
+    input: {
+      params: z.object({ count: z.coerce.number().int().min(1) }),
+      query: z.object({ mode: z.enum(["fast", "slow"]).default("fast") }),
+      body: z.object({ name: z.string().min(1) }),
+    },
+    refuseInput(failure) {
+      if (failure.part === "params") return new HttpError(ERRORS.invalid_count);
+      if (failure.part === "query") return new HttpError(ERRORS.invalid_mode);
+      if (failure.problem === "not_json") return new HttpError(ERRORS.invalid_json);
+      return new HttpError(ERRORS.invalid_body);
+    },
+    handle(_request, { admitted, params, query, body }) {
+      handled.calls++;
+      return { status: 200, body: { key: admitted, count: params.count, ...query, ...body } };
+    },
+  });
+}
+
+/** A service of a few endpoints, logging into `lines`. */
+function testService(handled = { calls: 0 }) {
   const { logger, lines } = captureLog();
   const operation = { responses: {} };
   const listener = createApiListener(
@@ -31,31 +74,37 @@ function testService() {
         method: "POST",
         path: "/api/secret",
         operation,
-        async handle(request) {
-          const body = await request.readJson();
-          return { status: 200, body: { got: body.ok ? body.value : null } };
-        },
+        input: { body: z.looseObject({}) },
+        refuseInput: () => new HttpError(ERRORS.invalid_body),
+        handle: (_request, { body }) => ({ status: 200, body: { got: body } }),
       }),
       defineEndpoint({
         method: "GET",
         path: "/api/things/{id}",
         operation,
-        handle: (request) =>
-          request.params.id === "known"
-            ? { status: 200, body: { id: request.params.id, q: request.query.get("q") } }
+        input: { params: ThingId, query: z.object({ q: z.string().optional() }) },
+        refuseInput: () => new HttpError(ERRORS.thing_not_found),
+        handle: (_request, { params, query }) =>
+          params.id === "known"
+            ? { status: 200, body: { id: params.id, q: query.q } }
             : new HttpError(ERRORS.thing_not_found),
       }),
       defineEndpoint({
         method: "POST",
         path: "/api/things/{id}",
         operation,
+        input: { params: ThingId },
+        refuseInput: () => new HttpError(ERRORS.thing_not_found),
         // A body JSON cannot hold.
         handle: async () => ({ status: 200, body: { count: 1n } }),
       }),
+      checkedEndpoint(handled),
       defineEndpoint({
         method: "DELETE",
         path: "/api/things/{id}",
         operation,
+        input: { params: ThingId },
+        refuseInput: () => new HttpError(ERRORS.thing_not_found),
         handle: () => {
           throw new Error("a fault with a secret in it");
         },
@@ -69,9 +118,10 @@ function testService() {
 describe("the API router", () => {
   let server: RunningServer;
   let lines: Record<string, unknown>[];
+  const handled = { calls: 0 };
 
   before(async () => {
-    const made = testService();
+    const made = testService(handled);
     lines = made.lines;
     server = await startServer(made.service, { port: 0, host: "127.0.0.1" });
   });
@@ -191,6 +241,87 @@ describe("the API router", () => {
     assert.deepEqual(JSON.parse(answer.body), {
       error: "Request headers too large",
       code: "headers_too_large",
+    });
+  });
+
+  describe("parses each endpoint's input by the schemas it documents, before its handler", () => {
+    const checked = (path: string, body: string, headers: Record<string, string> = {}) =>
+      call(path, { method: "POST", headers: { "x-key": "k", ...headers }, body });
+
+    it("hands the handler the parsed values, without the fields its schemas do not name", async () => {
+      const answer = await checked("/api/checked/3?mode=slow&admin=1", '{"name":"a","admin":true}');
+      assert.equal(answer.status, 200);
+      assert.deepEqual(await answer.json(), { key: "k", count: 3, mode: "slow", name: "a" });
+      const defaulted = await checked("/api/checked/3", '{"name":"a"}');
+      assert.deepEqual(await defaulted.json(), { key: "k", count: 3, mode: "fast", name: "a" });
+    });
+
+    it("answers input its schemas refuse with the endpoint's own refusal; the handler never runs", async () => {
+      const before = handled.calls;
+      const refusals: [string, string, string][] = [
+        ["/api/checked/zero", '{"name":"a"}', "Invalid count"],
+        ["/api/checked/3?mode=warp", '{"name":"a"}', "Invalid mode"],
+        ["/api/checked/3", "{not json", "Body must be JSON"],
+        ["/api/checked/3", "", "Body must be JSON"],
+        ["/api/checked/3", '{"name":""}', "Invalid body"],
+        ["/api/checked/3", '{"name":5}', "Invalid body"],
+        ["/api/checked/3", `${"[".repeat(65)}${"]".repeat(65)}`, "Invalid body"],
+      ];
+      for (const [path, body, error] of refusals) {
+        const answer = await checked(path, body);
+        assert.equal(answer.status, 400, `${path} ${body}`);
+        assert.equal(((await answer.json()) as { error: string }).error, error, `${path} ${body}`);
+      }
+      assert.equal(handled.calls, before);
+    });
+
+    it("admits the request before it reads any input", async () => {
+      const answer = await call("/api/checked/zero?mode=warp", { method: "POST", body: "{" });
+      assert.equal(answer.status, 401);
+      assert.equal(((await answer.json()) as { error: string }).error, "Send x-key");
+    });
+
+    it("documents the same schemas in the OpenAPI document", () => {
+      const document = buildOpenApiDocument([checkedEndpoint({ calls: 0 })], {
+        info: { title: "test", version: "1" },
+      }) as { paths: Record<string, { post: Record<string, unknown> }> };
+      const operation = document.paths["/api/checked/{count}"]?.post as {
+        parameters: { name: string; in: string }[];
+        requestBody: { required: boolean; content: Record<string, { schema: unknown }> };
+      };
+      assert.deepEqual(
+        operation.parameters.map((parameter) => `${parameter.in} ${parameter.name}`),
+        ["path count", "query mode"],
+      );
+      assert.equal(operation.requestBody.required, true);
+      const body = operation.requestBody.content["application/json"]?.schema as {
+        required: string[];
+      };
+      assert.deepEqual(body.required, ["name"]);
+    });
+
+    it("refuses to serve an endpoint whose path parameters or input refusal are not declared", () => {
+      const { logger } = captureLog();
+      const options = { logger, maxBodyBytes: 100, trustProxy: "none" as const };
+      const operation = { responses: {} };
+      const handle = () => ({ status: 204 });
+      assert.throws(
+        () =>
+          createApiListener(
+            [defineEndpoint({ method: "GET", path: "/x/{id}", operation, handle })],
+            options,
+          ),
+        /GET \/x\/\{id\} has path parameters but no input.params schema/,
+      );
+      const input = { body: z.object({}) };
+      assert.throws(
+        () =>
+          createApiListener(
+            [defineEndpoint({ method: "POST", path: "/x", operation, input, handle })],
+            options,
+          ),
+        /POST \/x takes input but has no refuseInput/,
+      );
     });
   });
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
+import { z } from "zod";
 import {
   type ApiOptions,
   createApiListener,
@@ -29,9 +30,11 @@ function testService(options: Partial<ApiOptions> & { trustProxy?: TrustProxy } 
         method: "GET",
         path: "/api/things/{id}",
         operation: { responses: {} },
-        handle: (request) =>
-          request.params.id === "known"
-            ? { status: 200, body: { id: request.params.id, requestId: request.requestId } }
+        input: { params: z.object({ id: z.string() }) },
+        refuseInput: () => new HttpError(ERRORS.thing_not_found),
+        handle: (request, { params }) =>
+          params.id === "known"
+            ? { status: 200, body: { id: params.id, requestId: request.requestId } }
             : new HttpError(ERRORS.thing_not_found),
       }),
       defineEndpoint({
@@ -39,12 +42,12 @@ function testService(options: Partial<ApiOptions> & { trustProxy?: TrustProxy } 
         path: "/api/check",
         outcome: "check",
         operation: { responses: {} },
-        handle: async (request) => {
-          const body = await request.readJson();
-          return body.ok && body.value === "good"
+        input: { body: z.unknown() },
+        refuseInput: () => new HttpError(ERRORS.thing_not_found),
+        handle: (_request, { body }) =>
+          body === "good"
             ? { status: 200, body: { ok: true } }
-            : new HttpError(ERRORS.thing_not_found);
-        },
+            : new HttpError(ERRORS.thing_not_found),
       }),
     ],
     { logger, maxBodyBytes: 1024, trustProxy: "none", ...options, metrics },

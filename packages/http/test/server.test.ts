@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { z } from "zod";
 import {
   createApiListener,
   defineEndpoint,
@@ -17,7 +18,9 @@ function echoService() {
     method: "POST",
     path: "/echo",
     operation: { responses: {} },
-    handle: async (request) => ({ status: 200, body: await request.readJson() }),
+    input: { body: z.unknown() },
+    refuseInput: () => ({ status: 400, body: { error: "Not JSON" } }),
+    handle: (_request, { body }) => ({ status: 200, body: { value: body } }),
   });
   const listener = createApiListener([echo], {
     logger,

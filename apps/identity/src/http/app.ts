@@ -26,6 +26,7 @@ import {
 import type { Mailer } from "../infra/mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "../infra/rate-limit.ts";
 import { deviceEndpoints } from "./api/device.ts";
+import { deviceFlow } from "./api/oauth/device-flow.ts";
 import { directoryEndpoint } from "./api/directory.ts";
 import { oauthEndpoints } from "./api/oauth/index.ts";
 import { sessionTokensEndpoint } from "./api/session-tokens.ts";
@@ -126,11 +127,17 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     flashKey: options.flashKey,
   });
 
+  // One device flow (RFC 8628) behind both its OAuth URLs and the older /api/device/* aliases.
+  const deviceLogins = deviceFlow(
+    ctx,
+    { ...oauth, publicUrl },
+    { deviceCodesPerIp: limiter("deviceCodesPerIp") },
+  );
   const api = [
     verifyEndpoint(ctx, { perPartnerKey: limiter("failedVerifiesPerPartnerKey"), badKeysPerIp }),
     sessionTokensEndpoint(ctx, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp }),
     directoryEndpoint(ctx),
-    ...deviceEndpoints(ctx, { publicUrl, perIp: limiter("deviceCodesPerIp") }),
+    ...deviceEndpoints(deviceLogins),
     ...oauthEndpoints(
       ctx,
       { ...oauth, publicUrl },
@@ -138,10 +145,10 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
         perUserKey: limiter("mintsPerUserKey"),
         refreshesPerAccount: limiter("refreshesPerAccount"),
         badKeysPerIp,
-        deviceCodesPerIp: limiter("deviceCodesPerIp"),
         revocationsPerIp: limiter("revocationsPerIp"),
         registrationsPerIp: limiter("clientRegistrationsPerIp"),
       },
+      deviceLogins,
     ),
     ...healthEndpoints(
       // The change check re-reads the sealing keys when they changed: readiness sees a key

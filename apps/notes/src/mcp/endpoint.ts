@@ -5,13 +5,13 @@ import {
   defineEndpoint,
   type Endpoint,
   HttpError,
+  MAX_JSON_DEPTH,
 } from "@agentpass/http";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { NotesContext } from "../context.ts";
 import { AUTH_ERRORS, ERRORS } from "../errors.ts";
-import { depthOf, MAX_JSON_DEPTH } from "../request.ts";
 import type { Authenticate } from "../routes/authenticate.ts";
 import { createNotesMcpServer } from "./server.ts";
 
@@ -80,12 +80,6 @@ export function mcpEndpoint(
       description:
         "One JSON-RPC message (or a batch) per request, answered with JSON, never a stream; no sessions. Send `Accept: application/json, text/event-stream`. A 401's `WWW-Authenticate` names the protected resource metadata (RFC 9728) that says where AgentPass issues tokens for this resource.",
       security: MCP_SECURITY,
-      requestBody: {
-        required: true,
-        content: {
-          "application/json": { schema: z.union([JsonRpcMessage, z.array(JsonRpcMessage)]) },
-        },
-      },
       responses: {
         "200": jsonRpc(
           "The answer to a request (an array for a batch)",
@@ -106,21 +100,28 @@ export function mcpEndpoint(
       ERRORS.body_too_large,
       ...AUTH_ERRORS,
     ],
-    async handle(request) {
+    async admit(request) {
       // DNS rebinding: a page of another origin that resolves our name to this host must not
       // reach it. Agents send no Origin; a browser page of our own public origin may.
       const origin = request.header("origin");
-      if (origin !== undefined && origin !== publicOrigin) return ORIGIN_REFUSED;
-      const user = await options.authenticate(request);
-      const body = await request.readJson();
-      if (!body.ok) return jsonRpcError(400, -32700, "Parse error: Invalid JSON");
-      if (depthOf(body.value) > MAX_JSON_DEPTH) {
-        return jsonRpcError(
-          400,
-          -32600,
-          `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
-        );
+      if (origin !== undefined && origin !== publicOrigin) {
+        return { ok: false, answer: ORIGIN_REFUSED };
       }
+      return { ok: true, admitted: await options.authenticate(request) };
+    },
+    input: { body: z.union([JsonRpcMessage, z.array(JsonRpcMessage)]) },
+    // As the transport answers a message it cannot read.
+    refuseInput(failure) {
+      if (failure.problem === "not_json") {
+        return jsonRpcError(400, -32700, "Parse error: Invalid JSON");
+      }
+      if (failure.problem === "too_deep") {
+        const message = `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`;
+        return jsonRpcError(400, -32600, message);
+      }
+      return jsonRpcError(400, -32700, "Parse error: Invalid JSON-RPC message");
+    },
+    async handle(request, { admitted: user, body }) {
       const headers = new Headers();
       for (const name of TRANSPORT_HEADERS) {
         const value = request.header(name);
@@ -135,7 +136,7 @@ export function mcpEndpoint(
         await server.connect(transport);
         const response = await transport.handleRequest(
           new Request(url, { method: "POST", headers }),
-          { parsedBody: body.value },
+          { parsedBody: body },
         );
         return await answerOf(response);
       } finally {

@@ -1,4 +1,4 @@
-import { childTraceparent, type EndpointRequest, HttpError } from "@agentpass/http";
+import { type ApiCall, childTraceparent, HttpError } from "@agentpass/http";
 import {
   authenticate,
   type CallContext,
@@ -25,7 +25,7 @@ export const SESSION_TOKEN_SECURITY: Record<string, string[]>[] = [
 ];
 
 /** The local user a request acts for; throws the `HttpError` to answer otherwise. */
-export type Authenticate = (request: EndpointRequest) => Promise<User>;
+export type Authenticate = (request: ApiCall) => Promise<User>;
 
 /** Every refusal of authentication, built once per protected resource (its challenge differs). */
 function refusalsFor(resourceMetadataUrl: string) {
@@ -130,7 +130,7 @@ function counted(
  * What the call to AgentPass carries of the request it authenticates: its id, so AgentPass logs
  * its answer under the same id, and its trace, with a span of this call.
  */
-function callContextOf(request: EndpointRequest): CallContext {
+function callContextOf(request: ApiCall): CallContext {
   return {
     requestId: request.requestId,
     traceparent: request.trace && childTraceparent(request.trace),

@@ -3,7 +3,6 @@ import type { z } from "zod";
 import type { NotesContext } from "../context.ts";
 import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import { presentNote } from "../presenters.ts";
-import { readBody, readId, readQuery } from "../request.ts";
 import {
   NoteAnswer,
   NoteCreate,
@@ -14,6 +13,7 @@ import {
   newNoteOf,
 } from "../schemas.ts";
 import { type Authenticate, SESSION_TOKEN_SECURITY } from "./authenticate.ts";
+import { admitUser, refuseNotesInput } from "./input.ts";
 
 const NOT_FOUND = new HttpError(ERRORS.note_not_found);
 const BODY_ERRORS = [ERRORS.invalid_json_body, ERRORS.invalid_body, ERRORS.body_too_large];
@@ -25,6 +25,7 @@ const json = (description: string, schema: z.ZodType) => ({
 
 /** /api/notes: list and search, read, create, update, delete — the caller's notes only. */
 export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate): Endpoint[] {
+  const admit = admitUser(authenticateUser);
   return [
     defineEndpoint({
       method: "GET",
@@ -33,16 +34,14 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
         operationId: "listNotes",
         summary: "List your notes, newest-updated first; search, filter by tag, paginate",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { query: NoteListQuery },
         responses: { "200": json("A page of notes and the total matching", NotePage) },
       },
       errors: [ERRORS.invalid_query, ...AUTH_ERRORS, ERRORS.search_timeout],
-      async handle(request) {
-        const user = await authenticateUser(request);
-        const { notes, total } = await ctx.store.listNotes(
-          user.id,
-          readQuery(request, NoteListQuery),
-        );
+      admit,
+      input: { query: NoteListQuery },
+      refuseInput: refuseNotesInput(),
+      async handle(_request, { admitted: user, query }) {
+        const { notes, total } = await ctx.store.listNotes(user.id, query);
         return { status: 200, body: { notes: notes.map(presentNote), total } };
       },
     }),
@@ -53,13 +52,14 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
         operationId: "getNote",
         summary: "Fetch one of your notes",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: NoteId },
         responses: { "200": json("The note", NoteAnswer) },
       },
       errors: [ERRORS.invalid_note_id, ERRORS.note_not_found, ...AUTH_ERRORS],
-      async handle(request) {
-        const user = await authenticateUser(request);
-        const note = await ctx.store.getNote(user.id, readId(request, "note"));
+      admit,
+      input: { params: NoteId },
+      refuseInput: refuseNotesInput(ERRORS.invalid_note_id),
+      async handle(_request, { admitted: user, params }) {
+        const note = await ctx.store.getNote(user.id, params.id);
         if (!note) return NOT_FOUND;
         return { status: 200, body: { note: presentNote(note) } };
       },
@@ -71,13 +71,14 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
         operationId: "createNote",
         summary: "Create a note",
         security: SESSION_TOKEN_SECURITY,
-        requestBody: { required: true, content: { "application/json": { schema: NoteCreate } } },
         responses: { "201": json("The new note", NoteAnswer) },
       },
       errors: [...BODY_ERRORS, ...LIMIT_ERRORS, ...AUTH_ERRORS],
-      async handle(request) {
-        const user = await authenticateUser(request);
-        const { fields, tagIds } = newNoteOf(await readBody(request, NoteCreate));
+      admit,
+      input: { body: NoteCreate },
+      refuseInput: refuseNotesInput(),
+      async handle(_request, { admitted: user, body }) {
+        const { fields, tagIds } = newNoteOf(body);
         const note = await ctx.store.createNote(user.id, fields, tagIds, ctx.clock());
         return { status: 201, body: { note: presentNote(note) } };
       },
@@ -90,8 +91,6 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
         summary:
           "Update a note: any subset of title, content, contentText, tagIds (replaces the set)",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: NoteId },
-        requestBody: { required: true, content: { "application/json": { schema: NotePatch } } },
         responses: { "200": json("The updated note", NoteAnswer) },
       },
       errors: [
@@ -101,11 +100,12 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
         ...LIMIT_ERRORS,
         ...AUTH_ERRORS,
       ],
-      async handle(request) {
-        const user = await authenticateUser(request);
-        const id = readId(request, "note");
-        const { tagIds, ...fields } = await readBody(request, NotePatch);
-        const note = await ctx.store.updateNote(user.id, id, fields, tagIds, ctx.clock());
+      admit,
+      input: { params: NoteId, body: NotePatch },
+      refuseInput: refuseNotesInput(ERRORS.invalid_note_id),
+      async handle(_request, { admitted: user, params, body }) {
+        const { tagIds, ...fields } = body;
+        const note = await ctx.store.updateNote(user.id, params.id, fields, tagIds, ctx.clock());
         if (!note) return NOT_FOUND;
         return { status: 200, body: { note: presentNote(note) } };
       },
@@ -117,13 +117,14 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
         operationId: "deleteNote",
         summary: "Delete a note",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: NoteId },
         responses: { "204": { description: "Deleted" } },
       },
       errors: [ERRORS.invalid_note_id, ERRORS.note_not_found, ...AUTH_ERRORS],
-      async handle(request) {
-        const user = await authenticateUser(request);
-        if (!(await ctx.store.deleteNote(user.id, readId(request, "note")))) return NOT_FOUND;
+      admit,
+      input: { params: NoteId },
+      refuseInput: refuseNotesInput(ERRORS.invalid_note_id),
+      async handle(_request, { admitted: user, params }) {
+        if (!(await ctx.store.deleteNote(user.id, params.id))) return NOT_FOUND;
         return { status: 204 };
       },
     }),

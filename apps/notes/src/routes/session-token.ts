@@ -1,4 +1,4 @@
-import { type EndpointRequest, readBearer } from "@agentpass/http";
+import { type ApiCall, readBearer } from "@agentpass/http";
 import { SESSION_TOKEN_CHALLENGE, SESSION_TOKEN_HEADER } from "@agentpass/verify";
 
 /** The session token a request carries, if any, and whether it carries two that differ. */
@@ -12,7 +12,7 @@ const CONFLICT: SentToken = { kind: "conflict" };
  * section 2.1), or in both with the same value. Two different values are a conflict, never a
  * choice: which one the agent meant is not ours to guess.
  */
-export function readSessionToken(request: EndpointRequest): SentToken {
+export function readSessionToken(request: ApiCall): SentToken {
   const header = request.header(SESSION_TOKEN_HEADER) || undefined;
   const bearer = readBearer(request.header("authorization"));
   if (bearer.kind !== "present")

@@ -3,9 +3,9 @@ import type { z } from "zod";
 import type { NotesContext } from "../context.ts";
 import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import { presentTag } from "../presenters.ts";
-import { readBody, readId } from "../request.ts";
 import { TagAnswer, TagId, TagInput, TagList } from "../schemas.ts";
 import { type Authenticate, SESSION_TOKEN_SECURITY } from "./authenticate.ts";
+import { admitUser, refuseNotesInput } from "./input.ts";
 
 const NOT_FOUND = new HttpError(ERRORS.tag_not_found);
 const EXISTS = new HttpError(ERRORS.tag_exists);
@@ -17,6 +17,7 @@ const json = (description: string, schema: z.ZodType) => ({
 
 /** /api/tags: the caller's tags, by name; names unique per user ignoring case. */
 export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate): Endpoint[] {
+  const admit = admitUser(authenticateUser);
   return [
     defineEndpoint({
       method: "GET",
@@ -28,8 +29,8 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
         responses: { "200": json("Your tags", TagList) },
       },
       errors: AUTH_ERRORS,
-      async handle(request) {
-        const user = await authenticateUser(request);
+      admit,
+      async handle(_request, { admitted: user }) {
         const tags = await ctx.store.listTags(user.id);
         return { status: 200, body: { tags: tags.map(presentTag) } };
       },
@@ -41,14 +42,14 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
         operationId: "createTag",
         summary: "Create a tag (names are unique per user, ignoring case)",
         security: SESSION_TOKEN_SECURITY,
-        requestBody: { required: true, content: { "application/json": { schema: TagInput } } },
         responses: { "201": json("The new tag", TagAnswer) },
       },
       errors: [...BODY_ERRORS, ERRORS.tag_exists, ...AUTH_ERRORS],
-      async handle(request) {
-        const user = await authenticateUser(request);
-        const { name } = await readBody(request, TagInput);
-        const tag = await ctx.store.createTag(user.id, name, ctx.clock());
+      admit,
+      input: { body: TagInput },
+      refuseInput: refuseNotesInput(),
+      async handle(_request, { admitted: user, body }) {
+        const tag = await ctx.store.createTag(user.id, body.name, ctx.clock());
         if (!tag) return EXISTS;
         return { status: 201, body: { tag: presentTag(tag) } };
       },
@@ -60,8 +61,6 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
         operationId: "renameTag",
         summary: "Rename a tag",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: TagId },
-        requestBody: { required: true, content: { "application/json": { schema: TagInput } } },
         responses: { "200": json("The renamed tag", TagAnswer) },
       },
       errors: [
@@ -71,11 +70,11 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
         ERRORS.tag_exists,
         ...AUTH_ERRORS,
       ],
-      async handle(request) {
-        const user = await authenticateUser(request);
-        const id = readId(request, "tag");
-        const { name } = await readBody(request, TagInput);
-        const tag = await ctx.store.renameTag(user.id, id, name);
+      admit,
+      input: { params: TagId, body: TagInput },
+      refuseInput: refuseNotesInput(ERRORS.invalid_tag_id),
+      async handle(_request, { admitted: user, params, body }) {
+        const tag = await ctx.store.renameTag(user.id, params.id, body.name);
         if (tag === "exists") return EXISTS;
         if (!tag) return NOT_FOUND;
         return { status: 200, body: { tag: presentTag(tag) } };
@@ -88,13 +87,14 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
         operationId: "deleteTag",
         summary: "Delete a tag (it is removed from every note)",
         security: SESSION_TOKEN_SECURITY,
-        requestParams: { path: TagId },
         responses: { "204": { description: "Deleted" } },
       },
       errors: [ERRORS.invalid_tag_id, ERRORS.tag_not_found, ...AUTH_ERRORS],
-      async handle(request) {
-        const user = await authenticateUser(request);
-        if (!(await ctx.store.deleteTag(user.id, readId(request, "tag")))) return NOT_FOUND;
+      admit,
+      input: { params: TagId },
+      refuseInput: refuseNotesInput(ERRORS.invalid_tag_id),
+      async handle(_request, { admitted: user, params }) {
+        if (!(await ctx.store.deleteTag(user.id, params.id))) return NOT_FOUND;
         return { status: 204 };
       },
     }),

@@ -1,16 +1,18 @@
-import { defineEndpoint, type Endpoint, type EndpointRequest, HttpError } from "@agentpass/http";
+import { defineEndpoint, type Endpoint } from "@agentpass/http";
 import { z } from "zod";
-import type { IdentityContext } from "../../context.ts";
-import {
-  POLL_ERROR_DESCRIPTIONS,
-  pollDeviceLogin,
-  startDeviceLogin,
-} from "../../domain/device-login.ts";
+import { POLL_ERROR_DESCRIPTIONS } from "../../domain/device-login.ts";
 import { CLI_CLIENT_ID } from "../../domain/oauth.ts";
-import { type RateLimiter, tooManyRequests } from "../../infra/rate-limit.ts";
 import { ERRORS } from "../errors.ts";
-import { clientOf } from "../web/audit.ts";
-import { recordGrantCreated } from "./oauth/grant-audit.ts";
+import type { DeviceFlow } from "./oauth/device-flow.ts";
+import {
+  COMMON_REFUSALS,
+  MAX_FORM_BYTES,
+  NO_STORE,
+  OAuthErrorSchema,
+  oauthError,
+  refusal,
+  renderOAuthError,
+} from "./oauth/wire.ts";
 
 export const DeviceCodeRequest = z.object({
   client_name: z
@@ -35,87 +37,51 @@ export const DeviceTokenResponse = z.object({
   user_key: z.string().meta({ description: "A new user key (apu_…), named after the device" }),
   key_id: z.string(),
 });
-const DeviceTokenError = z.object({
-  error: z.enum([
-    "invalid_request",
-    "authorization_pending",
-    "slow_down",
-    "access_denied",
-    "expired_token",
-    "invalid_grant",
-  ]),
-  error_description: z.string(),
-});
-
-const MAX_BODY = 4096;
-const NO_STORE = { "Cache-Control": "no-store" };
-
-const FORM = "application/x-www-form-urlencoded";
-
-/** A JSON or form-encoded body (RFC 8628 clients send forms) as fields; undefined if neither. */
-async function readFields(request: EndpointRequest): Promise<Record<string, unknown> | undefined> {
-  if ((request.header("content-type") ?? "").toLowerCase().startsWith(FORM)) {
-    const text = await request.readText();
-    return text === undefined ? undefined : Object.fromEntries(new URLSearchParams(text));
-  }
-  const body = await request.readJson();
-  if (!body.ok) return body.empty ? {} : undefined;
-  const value = body.value;
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-}
 
 /**
- * `agentpass login` in the browser (RFC 8628): the CLI asks for a code, the person approves it
- * at /device while signed in, the CLI's poll receives a new user key once.
+ * `/api/device/code` and `/api/device/token`: the first URLs of `agentpass login` in the browser,
+ * kept for clients built against them. They are aliases of the OAuth device flow
+ * (`/oauth/device_authorization` and `/oauth/token`) for the CLI's client `agentpass-cli`: the
+ * same implementation, form reader, headers and refusals; only their success bodies keep their
+ * first shape. Either JSON or a form is read.
  */
-export function deviceEndpoints(
-  ctx: IdentityContext,
-  options: { publicUrl: string; perIp: RateLimiter },
-): Endpoint[] {
-  const body = (schema: z.ZodType) => ({
-    required: false,
-    content: { "application/json": { schema }, [FORM]: { schema } },
-  });
+export function deviceEndpoints(flow: DeviceFlow): Endpoint[] {
+  const invalidBody = oauthError("invalid_request", "Send device_code (and grant_type)");
   return [
     defineEndpoint({
       method: "POST",
       path: "/api/device/code",
-      maxBodyBytes: MAX_BODY,
+      maxBodyBytes: MAX_FORM_BYTES,
+      renderError: renderOAuthError,
       operation: {
         operationId: "startDeviceLogin",
-        summary: "Start a browser login for a CLI (RFC 8628 device authorization request)",
+        summary: "Start a browser login for the CLI (an alias of /oauth/device_authorization)",
         security: [],
-        requestBody: body(DeviceCodeRequest),
         responses: {
           "200": {
             description: "Show user_code and verification_uri to the person; poll with device_code",
             content: { "application/json": { schema: DeviceCodeResponse } },
           },
+          "429": refusal("temporarily_unavailable: too many logins started from this address"),
+          ...COMMON_REFUSALS,
         },
       },
-      errors: [ERRORS.invalid_request_body, ERRORS.body_too_large, ERRORS.rate_limited],
-      async handle(request) {
-        const limited = await options.perIp.take(request.clientIp());
-        if (!limited.ok) return tooManyRequests(limited);
-        const parsed = DeviceCodeRequest.safeParse((await readFields(request)) ?? null);
-        if (!parsed.success) return new HttpError(ERRORS.invalid_request_body);
-        const started = await startDeviceLogin(
-          ctx,
-          parsed.data.client_name ?? "",
-          request.clientAddress(),
-        );
+      errors: [ERRORS.invalid_request_body],
+      input: { body: DeviceCodeRequest, encoding: "json or form", bodyRequired: false },
+      refuseInput: () => {
+        const { message, code, status } = ERRORS.invalid_request_body;
+        return { status, body: { error: message, code }, headers: NO_STORE };
+      },
+      async handle(request, { body }) {
+        const started = await flow.start(request, {
+          client_id: CLI_CLIENT_ID,
+          client_name: body.client_name ?? "",
+        });
+        if (!started.ok) return started.answer;
+        const { user_code: userCode, verification_uri: page } = started.started;
         return {
           status: 200,
-          body: {
-            device_code: started.deviceCode,
-            user_code: started.userCode,
-            verification_uri: `${options.publicUrl}/device`,
-            verification_uri_complete: `${options.publicUrl}/device?code=${started.userCode}`,
-            expires_in: started.expiresIn,
-            interval: started.interval,
-          },
+          body: { ...started.started, verification_uri_complete: `${page}?code=${userCode}` },
           headers: NO_STORE,
         };
       },
@@ -123,24 +89,27 @@ export function deviceEndpoints(
     defineEndpoint({
       method: "POST",
       path: "/api/device/token",
-      maxBodyBytes: MAX_BODY,
+      maxBodyBytes: MAX_FORM_BYTES,
+      renderError: renderOAuthError,
       operation: {
         operationId: "pollDeviceLogin",
-        summary: "Poll a browser login; once approved, answers a new user key once",
+        summary:
+          "Poll a browser login; once approved, answers a new user key once (an alias of /oauth/token)",
         description:
           "RFC 8628 section 3.4. Until the person decides, 400 with error authorization_pending (or slow_down when polling faster than the interval).",
         security: [],
-        requestBody: { ...body(DeviceTokenRequest), required: true },
         responses: {
           "200": {
             description: "Approved: the new user key",
             content: { "application/json": { schema: DeviceTokenResponse } },
           },
           "400": {
-            description: "Pending, too fast, denied, expired or unknown (RFC 8628 section 3.5)",
+            ...refusal(
+              "invalid_request, authorization_pending, slow_down, access_denied, expired_token or invalid_grant (RFC 8628 section 3.5)",
+            ),
             content: {
               "application/json": {
-                schema: DeviceTokenError,
+                schema: OAuthErrorSchema,
                 examples: {
                   pending: {
                     value: {
@@ -152,43 +121,24 @@ export function deviceEndpoints(
               },
             },
           },
+          ...COMMON_REFUSALS,
         },
       },
-      errors: [ERRORS.body_too_large],
-      async handle(request) {
-        const parsed = DeviceTokenRequest.safeParse((await readFields(request)) ?? null);
-        if (!parsed.success) {
-          return {
-            status: 400,
-            body: {
-              error: "invalid_request",
-              error_description: "Send device_code (and grant_type)",
-            },
-            headers: NO_STORE,
-          };
-        }
-        const result = await pollDeviceLogin(
-          ctx,
-          parsed.data.device_code.slice(0, 100),
-          CLI_CLIENT_ID,
-        );
-        if (!result.ok) {
-          return {
-            status: 400,
-            body: { error: result.error, error_description: POLL_ERROR_DESCRIPTIONS[result.error] },
-            headers: NO_STORE,
-          };
-        }
-        await recordGrantCreated(ctx, clientOf(request), {
-          id: result.keyId,
-          accountId: result.accountId,
+      input: { body: DeviceTokenRequest, encoding: "json or form" },
+      refuseInput: () => invalidBody,
+      async handle(request, { body }) {
+        const polled = await flow.poll(request, {
           clientId: CLI_CLIENT_ID,
-          clientName: result.clientName,
+          deviceCode: body.device_code,
+          audience: async () => null,
         });
+        if (!polled.ok) return polled.answer;
+        const { userKey, keyId, onWritten } = polled.issued;
         return {
           status: 200,
-          body: { user_key: result.userKey, key_id: result.keyId },
+          body: { user_key: userKey, key_id: keyId },
           headers: NO_STORE,
+          onWritten,
         };
       },
     }),

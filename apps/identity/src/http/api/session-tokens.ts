@@ -13,10 +13,16 @@ import { mintSessionToken } from "../../domain/session-tokens.ts";
 import { type RateLimiter, rateLimitHeaders, tooManyRequests } from "../../infra/rate-limit.ts";
 import { ERRORS } from "../errors.ts";
 
+/** What `MintRequest` makes of an audience that is not a partner id: judged after the key. */
+const MALFORMED = "malformed";
+
 export const MintRequest = z.object({
   audience: z
     .uuid()
     .nullish()
+    // The domain refuses a malformed audience only after the key, so an unauthenticated caller
+    // gets 401 whatever it sent: the schema marks it rather than refusing it.
+    .catch(MALFORMED)
     .meta({ description: "Partner id the token is bound to; omit for any partner" }),
 });
 export const MintResponse = z.object({
@@ -56,7 +62,6 @@ export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits):
       operationId: "mintSessionToken",
       summary: "Trade a user key for a session token (the agent CLI does this)",
       security: [{ userKey: [] }],
-      requestBody: { required: false, content: { "application/json": { schema: MintRequest } } },
       responses: {
         "201": {
           description: "A new session token",
@@ -84,22 +89,20 @@ export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits):
       ERRORS.user_key_revoked,
       ERRORS.rate_limited,
     ],
-    async handle(request) {
+    admit(request) {
       const bearer = readBearer(request.header("authorization"));
-      if (bearer.kind === "missing") return REFUSALS.missingOrInvalidUserKey;
-      if (bearer.kind === "empty") return REFUSALS.missingUserKey;
-      const body = await request.readJson();
-      if (!body.ok && !body.empty) return REFUSALS.invalidJsonBody;
-      const fields = body.ok ? body.value : {};
-      if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {
-        return REFUSALS.invalidJsonBody;
-      }
-      // The documented schema judges the audience; the domain refuses a malformed one only
-      // after the key, so an unauthenticated caller gets 401 whatever it sent.
-      const parsed = MintRequest.safeParse(fields);
-      const audience = parsed.success ? { partnerId: parsed.data.audience ?? null } : "malformed";
-
-      const result = await mintSessionToken(ctx, bearer.value, audience, limits.perUserKey);
+      if (bearer.kind === "present") return { ok: true, admitted: bearer.value };
+      const answer =
+        bearer.kind === "missing" ? REFUSALS.missingOrInvalidUserKey : REFUSALS.missingUserKey;
+      return { ok: false, answer };
+    },
+    // Not JSON, or JSON but not an object: the only input refused before the key is checked.
+    input: { body: MintRequest, bodyRequired: false },
+    refuseInput: () => REFUSALS.invalidJsonBody,
+    async handle(request, { admitted: userKey, body }) {
+      const audience =
+        body.audience === MALFORMED ? MALFORMED : { partnerId: body.audience ?? null };
+      const result = await mintSessionToken(ctx, userKey, audience, limits.perUserKey);
       if (result.ok) {
         return {
           status: 201,

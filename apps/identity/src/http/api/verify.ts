@@ -56,7 +56,6 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
       operationId: "verifySessionToken",
       summary: "Turn a session token into the verified email of the person who minted it",
       security: [{ partnerKey: [] }],
-      requestBody: { required: true, content: { "application/json": { schema: VerifyRequest } } },
       responses: {
         "200": {
           description: "The token is valid",
@@ -82,18 +81,20 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
       ERRORS.partner_key_revoked,
       ERRORS.rate_limited,
     ],
-    async handle(request) {
+    admit(request) {
       const bearer = readBearer(request.header("authorization"));
-      if (bearer.kind === "missing") return REFUSALS.missingOrInvalidPartnerKey;
-      if (bearer.kind === "empty") return REFUSALS.missingPartnerKey;
-      const body = await request.readJson();
-      if (!body.ok) return REFUSALS.invalidJsonBody;
-      // The schema that documents the body is the one that checks it.
-      const parsed = VerifyRequest.safeParse(body.value);
-      if (!parsed.success) return REFUSALS.invalidSessionTokenField;
-      const { sessionToken } = parsed.data;
-
-      const result = await verifySessionToken(ctx, bearer.value, sessionToken);
+      if (bearer.kind === "present") return { ok: true, admitted: bearer.value };
+      const answer =
+        bearer.kind === "missing"
+          ? REFUSALS.missingOrInvalidPartnerKey
+          : REFUSALS.missingPartnerKey;
+      return { ok: false, answer };
+    },
+    input: { body: VerifyRequest },
+    refuseInput: (failure) =>
+      failure.problem === "not_json" ? REFUSALS.invalidJsonBody : REFUSALS.invalidSessionTokenField,
+    async handle(request, { admitted: partnerKey, body }) {
+      const result = await verifySessionToken(ctx, partnerKey, body.sessionToken);
       if (result.ok) {
         return {
           status: 200,

@@ -2,7 +2,9 @@ import type { EndpointRequest } from "@agentpass/http";
 import type { AuditEvent } from "../../domain/audit.ts";
 
 /** Where a page's request came from, for the audit log: the client address and user agent. */
-export function clientOf(request: EndpointRequest): NonNullable<AuditEvent["client"]> {
+export function clientOf(
+  request: Pick<EndpointRequest, "clientAddress" | "header">,
+): NonNullable<AuditEvent["client"]> {
   return { address: request.clientAddress(), userAgent: request.header("user-agent") ?? null };
 }
 

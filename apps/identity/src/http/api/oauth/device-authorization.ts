@@ -1,34 +1,14 @@
-import { type Answer, defineEndpoint } from "@agentpass/http";
+import { defineEndpoint } from "@agentpass/http";
 import { z } from "zod";
-import type { IdentityContext } from "../../../context.ts";
-import { startDeviceLogin } from "../../../domain/device-login.ts";
-import {
-  CLI_CLIENT_ID,
-  CLIENT_LOOKUP_DESCRIPTIONS,
-  type ClientLookup,
-  lookUpClient,
-  type OAuthDeps,
-} from "../../../domain/oauth.ts";
-import type { RateLimiter } from "../../../infra/rate-limit.ts";
+import { DeviceAuthorizationRequest, type DeviceFlow } from "./device-flow.ts";
 import {
   COMMON_REFUSALS,
-  formBody,
+  formInput,
   MAX_FORM_BYTES,
   NO_STORE,
-  oauthError,
-  readForm,
   refusal,
   renderOAuthError,
-  tooManyRequests,
 } from "./wire.ts";
-
-const DeviceAuthorizationRequest = z.object({
-  client_id: z.string().max(2000),
-  scope: z.string().max(1000).optional(),
-  client_name: z.string().max(1000).optional().meta({
-    description: "agentpass-cli only: the device's own name, shown as unverified",
-  }),
-});
 
 const DeviceAuthorizationResponse = z
   .object({
@@ -40,23 +20,8 @@ const DeviceAuthorizationResponse = z
   })
   .meta({ id: "DeviceAuthorizationResponse" });
 
-/**
- * A client id that could not be looked up: unknown (401 `invalid_client`), or its metadata
- * document not fetched now, past a budget (429) or the instance's cap on fetches at once (503).
- */
-export function clientLookupRefusal(found: Exclude<ClientLookup, { ok: true }>): Answer {
-  const description = CLIENT_LOOKUP_DESCRIPTIONS[found.code];
-  if (found.code === "rate_limited") return tooManyRequests(found.limit, description);
-  if (found.code === "busy") return oauthError("unavailable", description, { "Retry-After": "1" });
-  return oauthError("invalid_client", description);
-}
-
 /** RFC 8628 section 3.1: a device login starts here; the person approves it at `/device`. */
-export function deviceAuthorizationEndpoint(
-  ctx: IdentityContext,
-  deps: OAuthDeps & { publicUrl: string },
-  limits: { deviceCodesPerIp: RateLimiter },
-) {
+export function deviceAuthorizationEndpoint(flow: DeviceFlow) {
   return defineEndpoint({
     method: "POST",
     path: "/oauth/device_authorization",
@@ -68,7 +33,6 @@ export function deviceAuthorizationEndpoint(
       security: [],
       summary: "Start a device login (RFC 8628)",
       tags: ["OAuth"],
-      requestBody: formBody(DeviceAuthorizationRequest),
       responses: {
         "200": {
           description: "The codes (RFC 8628 section 3.2)",
@@ -85,31 +49,11 @@ export function deviceAuthorizationEndpoint(
         ),
       },
     },
-    async handle(request) {
-      const read = await readForm(request, DeviceAuthorizationRequest);
-      if (!read.ok) return read.answer;
-      const { fields } = read;
-      const found = await lookUpClient(ctx, deps, fields.client_id, request.clientIp());
-      if (!found.ok) return clientLookupRefusal(found);
-      const { client } = found;
-      const counted = await limits.deviceCodesPerIp.take(request.clientIp());
-      if (!counted.ok) return tooManyRequests(counted, "Too many logins started from this address");
-      const name =
-        client.clientId === CLI_CLIENT_ID
-          ? (fields.client_name ?? client.clientName)
-          : client.clientName;
-      const started = await startDeviceLogin(ctx, name, request.clientAddress());
-      return {
-        status: 200,
-        body: {
-          device_code: started.deviceCode,
-          user_code: started.userCode,
-          verification_uri: `${deps.publicUrl}/device`,
-          expires_in: started.expiresIn,
-          interval: started.interval,
-        },
-        headers: NO_STORE,
-      };
+    ...formInput(DeviceAuthorizationRequest),
+    async handle(request, { body }) {
+      const started = await flow.start(request, body);
+      if (!started.ok) return started.answer;
+      return { status: 200, body: started.started, headers: NO_STORE };
     },
   });
 }

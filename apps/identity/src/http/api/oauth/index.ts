@@ -3,6 +3,7 @@ import type { IdentityContext } from "../../../context.ts";
 import type { OAuthDeps } from "../../../domain/oauth.ts";
 import type { RateLimiter } from "../../../infra/rate-limit.ts";
 import { deviceAuthorizationEndpoint } from "./device-authorization.ts";
+import type { DeviceFlow } from "./device-flow.ts";
 import { introspectionEndpoint } from "./introspect.ts";
 import { metadataEndpoint } from "./metadata.ts";
 import { registrationEndpoint } from "./register.ts";
@@ -15,8 +16,6 @@ import { type TokenLimits, tokenEndpoint } from "./token.ts";
  * OAuth's own wire format (`wire.ts`). The authorization endpoint is a page (`pages/consent.ts`).
  */
 export interface OAuthLimits extends TokenLimits {
-  /** Device logins started per client address. */
-  deviceCodesPerIp: RateLimiter;
   /** Revocation requests (RFC 7009) per client address, whatever they revoke. */
   revocationsPerIp: RateLimiter;
   /** Client registrations (RFC 7591) per client address. */
@@ -27,11 +26,12 @@ export function oauthEndpoints(
   ctx: IdentityContext,
   deps: OAuthDeps & { publicUrl: string },
   limits: OAuthLimits,
+  flow: DeviceFlow,
 ): Endpoint[] {
   return [
     metadataEndpoint(deps.publicUrl),
-    tokenEndpoint(ctx, deps, limits),
-    deviceAuthorizationEndpoint(ctx, deps, limits),
+    tokenEndpoint(ctx, limits, flow),
+    deviceAuthorizationEndpoint(flow),
     introspectionEndpoint(ctx, deps.publicUrl, limits),
     revocationEndpoint(ctx, limits),
     registrationEndpoint(ctx, limits),

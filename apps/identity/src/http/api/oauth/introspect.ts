@@ -5,11 +5,10 @@ import { introspectSessionToken } from "../../../domain/session-tokens.ts";
 import type { RateLimiter } from "../../../infra/rate-limit.ts";
 import {
   COMMON_REFUSALS,
-  formBody,
+  formInput,
   MAX_FORM_BYTES,
   NO_STORE,
   oauthError,
-  readForm,
   refusal,
   renderOAuthError,
   TokenForm,
@@ -51,7 +50,6 @@ export function introspectionEndpoint(
         'Authenticated with the partner key, as `Authorization: Bearer <partner key>` or as the password of HTTP Basic. Every bad token is exactly `{"active":false}`.',
       tags: ["OAuth"],
       security: [{ partnerKey: [] }],
-      requestBody: formBody(TokenForm),
       responses: {
         "200": {
           description: "Active with its claims, or exactly {active:false}",
@@ -63,21 +61,18 @@ export function introspectionEndpoint(
         ...COMMON_REFUSALS,
       },
     },
-    async handle(request) {
+    admit(request) {
+      const partnerKey = partnerKeyOf(request.header("authorization"));
+      if (partnerKey) return { ok: true, admitted: partnerKey };
+      const answer = oauthError("invalid_client", "Send the partner key", {
+        "WWW-Authenticate": 'Bearer realm="agentpass", Basic realm="agentpass"',
+      });
+      return { ok: false, answer };
+    },
+    ...formInput(TokenForm),
+    async handle(request, { admitted: partnerKey, body }) {
       const authorization = request.header("authorization");
-      const partnerKey = partnerKeyOf(authorization);
-      if (!partnerKey) {
-        return oauthError("invalid_client", "Send the partner key", {
-          "WWW-Authenticate": 'Bearer realm="agentpass", Basic realm="agentpass"',
-        });
-      }
-      const read = await readForm(request, TokenForm);
-      if (!read.ok) return read.answer;
-      const result = await introspectSessionToken(
-        ctx,
-        partnerKey,
-        read.fields.token.slice(0, 1000),
-      );
+      const result = await introspectSessionToken(ctx, partnerKey, body.token.slice(0, 1000));
       if (!result.ok) {
         const counted = await limits.badKeysPerIp.take(request.clientIp());
         if (!counted.ok) return tooManyRequests(counted, "Too many unknown partner keys");

@@ -48,10 +48,6 @@ export function registrationEndpoint(
       security: [],
       summary: "Register a public client (RFC 7591)",
       tags: ["OAuth"],
-      requestBody: {
-        required: true,
-        content: { "application/json": { schema: RegistrationRequest } },
-      },
       responses: {
         "201": {
           description: "The client's id and its registered metadata",
@@ -62,24 +58,26 @@ export function registrationEndpoint(
         ...COMMON_REFUSALS,
       },
     },
-    async handle(request) {
+    async admit(request) {
       const counted = await limits.registrationsPerIp.take(request.clientIp());
-      if (!counted.ok) {
-        return tooManyRequests(counted, "Too many clients registered from this address");
-      }
-      const read = await request.readJson();
-      const parsed = RegistrationRequest.safeParse(read.ok ? read.value : undefined);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        const field = issue?.path[0];
-        return field === "redirect_uris"
-          ? oauthError("invalid_redirect_uri", "redirect_uris must be 1 to 10 URIs")
-          : oauthError(
-              "invalid_client_metadata",
-              typeof field === "string" ? `Invalid ${field}` : "Send the client's metadata as JSON",
-            );
-      }
-      const result = await registerClient(ctx, parsed.data);
+      if (counted.ok) return { ok: true, admitted: undefined };
+      return {
+        ok: false,
+        answer: tooManyRequests(counted, "Too many clients registered from this address"),
+      };
+    },
+    input: { body: RegistrationRequest },
+    refuseInput(failure) {
+      const field = failure.problem === "schema" ? failure.error.issues[0]?.path[0] : undefined;
+      return field === "redirect_uris"
+        ? oauthError("invalid_redirect_uri", "redirect_uris must be 1 to 10 URIs")
+        : oauthError(
+            "invalid_client_metadata",
+            typeof field === "string" ? `Invalid ${field}` : "Send the client's metadata as JSON",
+          );
+    },
+    async handle(_request, { body }) {
+      const result = await registerClient(ctx, body);
       if (!result.ok) return oauthError(result.error, result.description);
       return {
         status: 201,

@@ -6,11 +6,10 @@ import { clientOf } from "../../web/audit.ts";
 import { recordTokenRevoked } from "./grant-audit.ts";
 import {
   COMMON_REFUSALS,
-  formBody,
+  formInput,
   MAX_FORM_BYTES,
   NO_STORE,
   oauthError,
-  readForm,
   refusal,
   renderOAuthError,
   TokenForm,
@@ -33,7 +32,6 @@ export function revocationEndpoint(
       security: [],
       summary: "Revoke a grant by any of its refresh tokens, and every token it made (RFC 7009)",
       tags: ["OAuth"],
-      requestBody: formBody(TokenForm),
       responses: {
         "200": {
           description:
@@ -44,12 +42,17 @@ export function revocationEndpoint(
         ...COMMON_REFUSALS,
       },
     },
-    async handle(request) {
+    async admit(request) {
       const counted = await limits.revocationsPerIp.take(request.clientIp());
-      if (!counted.ok) return tooManyRequests(counted, "Too many revocations from this address");
-      const read = await readForm(request, TokenForm);
-      if (!read.ok) return read.answer;
-      const revocation = await revokeByRefreshToken(ctx, read.fields.token.slice(0, 1000));
+      if (counted.ok) return { ok: true, admitted: undefined };
+      return {
+        ok: false,
+        answer: tooManyRequests(counted, "Too many revocations from this address"),
+      };
+    },
+    ...formInput(TokenForm),
+    async handle(request, { body }) {
+      const revocation = await revokeByRefreshToken(ctx, body.token.slice(0, 1000));
       if (!revocation.ok && revocation.code === "access_token") {
         return oauthError(
           "unsupported_token_type",

@@ -1,30 +1,22 @@
-import { type Answer, defineEndpoint, type EndpointRequest } from "@agentpass/http";
+import { type Answer, type ApiCall, defineEndpoint } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../../context.ts";
-import {
-  POLL_ERROR_DESCRIPTIONS,
-  pollDeviceLogin,
-  undoDevicePoll,
-} from "../../../domain/device-login.ts";
 import { refreshGrant } from "../../../domain/grants.ts";
 import {
-  type OAuthDeps,
   partnerOfResource,
   redeemAuthorizationCode,
-  resolveClient,
   type TokenResult,
 } from "../../../domain/oauth.ts";
-import { sealFor } from "../../../domain/session-tokens.ts";
 import type { RateLimiter } from "../../../infra/rate-limit.ts";
 import { clientOf } from "../../web/audit.ts";
+import type { DeviceFlow } from "./device-flow.ts";
 import { recordGrantCreated, recordGrantEnded } from "./grant-audit.ts";
 import {
   COMMON_REFUSALS,
-  formBody,
+  formInput,
   MAX_FORM_BYTES,
   NO_STORE,
   oauthError,
-  readForm,
   refusal,
   renderOAuthError,
   tooManyRequests,
@@ -71,7 +63,7 @@ export interface TokenLimits {
 }
 
 /** RFC 6749 section 3.2: the device code, authorization code and refresh token grants. */
-export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: TokenLimits) {
+export function tokenEndpoint(ctx: IdentityContext, limits: TokenLimits, flow: DeviceFlow) {
   const expiresIn = Math.floor(ctx.sessionTokenTtlMs / 1000);
 
   function tokenAnswer(result: TokenResult, onWritten?: Answer["onWritten"]): Answer {
@@ -95,38 +87,23 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
     return partnerOfResource(ctx, fields.resource);
   }
 
-  async function deviceGrant(fields: TokenFields, request: EndpointRequest): Promise<Answer> {
+  async function deviceGrant(fields: TokenFields, request: ApiCall): Promise<Answer> {
     const { device_code: deviceCode, client_id: clientId } = fields;
     if (!deviceCode || !clientId) {
       return oauthError("invalid_request", "Send device_code and client_id");
     }
-    if (!(await resolveClient(ctx, deps, clientId, request.clientIp()))) {
-      return oauthError("invalid_client", "Unknown client");
-    }
-    const audience = await audienceOf(fields);
-    if (audience === undefined) return oauthError("invalid_target", "Unknown resource");
-    const code = deviceCode.slice(0, 100);
-    const polled = await pollDeviceLogin(ctx, code, clientId);
-    if (!polled.ok) return oauthError(polled.error, POLL_ERROR_DESCRIPTIONS[polled.error]);
-    const given = { keyId: polled.keyId, accountId: polled.accountId };
-    const { clientName } = polled;
-    const grant = { id: given.keyId, accountId: given.accountId, clientId, clientName };
-    const client = clientOf(request);
-    await recordGrantCreated(ctx, client, grant);
-    const sealed = sealFor(ctx, { id: polled.keyId, ownerId: polled.accountId }, audience);
-    return tokenAnswer(
-      { ok: true, accessToken: sealed.sessionToken, expiresIn, refreshToken: polled.userKey },
-      // Spent only when the answer reached the device: else the grant is taken back.
-      (written) => {
-        if (written) return;
-        void undoDevicePoll(ctx, code, given)
-          .then(() => recordGrantEnded(ctx, client, grant, "undelivered"))
-          .catch(() => {});
-      },
-    );
+    const polled = await flow.poll(request, {
+      clientId,
+      deviceCode,
+      audience: () => audienceOf(fields),
+    });
+    if (!polled.ok) return polled.answer;
+    const { accessToken, userKey, onWritten } = polled.issued;
+    // Spent only when the answer reached the device: else the grant is taken back.
+    return tokenAnswer({ ok: true, accessToken, expiresIn, refreshToken: userKey }, onWritten);
   }
 
-  async function refreshTokenGrant(fields: TokenFields, clientAddress: string): Promise<Answer> {
+  async function refreshTokenGrant(fields: TokenFields, request: ApiCall): Promise<Answer> {
     const refreshToken = fields.refresh_token;
     if (!refreshToken) return oauthError("invalid_request", "Send refresh_token");
     const audience = await audienceOf(fields);
@@ -142,18 +119,18 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
     if (result.error === "rate_limited") {
       return tooManyRequests(result.limit, "Too many refreshes for this grant or account");
     }
+    if (result.revokedGrant) {
+      await recordGrantEnded(ctx, clientOf(request), result.revokedGrant, "refresh_token_reused");
+    }
     if (result.error === "invalid_grant") {
-      const counted = await limits.badKeysPerIp.take(clientAddress);
+      const counted = await limits.badKeysPerIp.take(request.clientIp());
       if (!counted.ok) return tooManyRequests(counted, "Too many unknown tokens from this address");
     }
     const error = result.error === "invalid_target" ? "invalid_target" : "invalid_grant";
     return oauthError(error, result.description);
   }
 
-  async function authorizationCodeGrant(
-    fields: TokenFields,
-    request: EndpointRequest,
-  ): Promise<Answer> {
+  async function authorizationCodeGrant(fields: TokenFields, request: ApiCall): Promise<Answer> {
     const { code, redirect_uri: redirectUri, client_id: clientId, code_verifier } = fields;
     if (!code || !redirectUri || !clientId || !code_verifier) {
       return oauthError("invalid_request", "Send code, redirect_uri, client_id and code_verifier");
@@ -185,7 +162,6 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
       security: [],
       summary: "Token endpoint: device code, authorization code (PKCE), refresh token",
       tags: ["OAuth"],
-      requestBody: formBody(TokenRequest),
       responses: {
         "200": {
           description: "Tokens (RFC 6749 section 5.1)",
@@ -199,15 +175,13 @@ export function tokenEndpoint(ctx: IdentityContext, deps: OAuthDeps, limits: Tok
         ...COMMON_REFUSALS,
       },
     },
-    async handle(request) {
-      const read = await readForm(request, TokenRequest);
-      if (!read.ok) return read.answer;
-      const { fields } = read;
+    ...formInput(TokenRequest),
+    async handle(request, { body: fields }) {
       switch (fields.grant_type) {
         case DEVICE_CODE_GRANT:
           return deviceGrant(fields, request);
         case "refresh_token":
-          return refreshTokenGrant(fields, request.clientIp());
+          return refreshTokenGrant(fields, request);
         case "authorization_code":
           return authorizationCodeGrant(fields, request);
         default:

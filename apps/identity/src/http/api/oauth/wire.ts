@@ -1,4 +1,4 @@
-import type { Answer, EndpointRequest, PlainAnswer } from "@agentpass/http";
+import type { Answer, InputFailure, PlainAnswer } from "@agentpass/http";
 import { z } from "zod";
 import { type RateLimitResult, rateLimitHeaders } from "../../../infra/rate-limit.ts";
 
@@ -80,32 +80,19 @@ export function renderOAuthError(answer: PlainAnswer): Answer {
 }
 
 /**
- * The fields of a form request, read through `schema` (the one the endpoint documents): an
- * answer when the body is not a form, repeats a field (RFC 6749 section 3.2), or fails the schema.
+ * The answer to a form the router refused (the endpoint's schema is the one it documents): not
+ * a form, a field repeated (RFC 6749 section 3.2), or a field missing or invalid.
  */
-export async function readForm<T extends z.ZodType>(
-  request: EndpointRequest,
-  schema: T,
-): Promise<{ ok: true; fields: z.infer<T> } | { ok: false; answer: Answer }> {
-  const type = (request.header("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type !== FORM) return refused(`Send ${FORM}`);
-  const text = (await request.readText()) ?? "";
-  const fields: Record<string, string> = {};
-  for (const [name, value] of new URLSearchParams(text)) {
-    if (Object.hasOwn(fields, name)) return refused(`${name} is repeated`);
-    fields[name] = value;
-  }
-  const parsed = schema.safeParse(fields);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue?.path.join(".") || "the form";
-    return refused(issue?.code === "invalid_type" ? `Send ${field}` : `Invalid ${field}`);
-  }
-  return { ok: true, fields: parsed.data };
+export function refuseForm(failure: InputFailure): Answer {
+  if (failure.problem === "repeated") return refused(`${failure.field} is repeated`);
+  if (failure.problem !== "schema") return refused(`Send ${FORM}`);
+  const issue = failure.error.issues[0];
+  const field = issue?.path.join(".") || "the form";
+  return refused(issue?.code === "invalid_type" ? `Send ${field}` : `Invalid ${field}`);
 }
 
-function refused(description: string) {
-  return { ok: false as const, answer: oauthError("invalid_request", description) };
+function refused(description: string): Answer {
+  return oauthError("invalid_request", description);
 }
 
 /** The form of introspection (RFC 7662) and revocation (RFC 7009): a token, and a hint. */
@@ -119,9 +106,9 @@ export const OAuthErrorSchema = z
   .object({ error: z.string(), error_description: z.string() })
   .meta({ id: "OAuthError" });
 
-/** A form request body, documented by the schema that reads it. */
-export function formBody(schema: z.ZodType) {
-  return { required: true, content: { [FORM]: { schema } } };
+/** A form request body, read and documented through `schema`, refused as OAuth refuses. */
+export function formInput<T extends z.ZodType>(schema: T) {
+  return { input: { body: schema, encoding: "form" as const }, refuseInput: refuseForm };
 }
 
 /** A documented refusal. */
