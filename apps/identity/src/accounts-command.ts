@@ -2,6 +2,7 @@ import { type OperatorName, recordAdminAction } from "./audit-command.ts";
 import { type CommandAnswer, listCommand } from "./command-answer.ts";
 import type { Needs } from "./context.ts";
 import { deleteAccount, findAccountByEmail } from "./domain/accounts.ts";
+import { awaitRecordedUsage } from "./domain/usage-recorder.ts";
 import type { AccountRecord, AccountRow, OperatorStore } from "./store/operator-store.ts";
 
 export type AccountsAction = "list" | "show" | "export" | "delete";
@@ -43,6 +44,8 @@ export async function runAccountsCommand(
       return { ok: true, output: options.json ? JSON.stringify(summary) : summaryText(summary) };
     }
     case "export": {
+      // Verifications are counted in each instance's memory and written every few seconds.
+      await awaitRecordedUsage(ctx.usage);
       const record = await ctx.operator.accountRecord(id);
       if (!record) return { ok: false, error: `No account for ${email}` };
       await recordAdminAction(ctx, { action: "account.export", accountId: id, subject });

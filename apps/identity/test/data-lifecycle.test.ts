@@ -163,6 +163,23 @@ for (const engine of testEngines()) {
       assert.equal(event?.actorKind, "admin", "the export is in the audit log");
     });
 
+    it("exports a verification made just before it, which the serving instance still holds in memory", async () => {
+      const person = await identity.account();
+      const user = await identity.userKey(person.id);
+      const partner = await identity.partner();
+      const token = await identity.token(user.key);
+      assert.equal((await verifyWith(partner.key, token)).status, 200);
+      // No flush: the serving instance writes its counts every few seconds, and the export runs
+      // in a process of its own, as an operator's does.
+      const exported = JSON.parse(await cli("accounts", "export", person.email)) as {
+        partner_activity: { partner_id: string; count: number }[];
+      };
+      assert.deepEqual(
+        exported.partner_activity.map(({ partner_id, count }) => ({ partner_id, count })),
+        [{ partner_id: partner.id, count: 1 }],
+      );
+    });
+
     it("deletes every row that names a person, but the audit events the docs keep", async () => {
       const person = await busyPerson();
       const before = await rowsNaming(engine, identity.db, [

@@ -1,7 +1,10 @@
 import { isoTime } from "@agentpass/http";
 import type { UsageBatch, UsageStore } from "../store/usage-store.ts";
 
+/** How often each instance writes the verifications it counted in memory. */
 const FLUSH_INTERVAL_MS = 5_000;
+/** Time allowed for one such write once it started (a batch is one statement per table). */
+const WRITE_ALLOWANCE_MS = 2_000;
 
 /** What became of one verification, as a partner's usage chart counts it. */
 export type VerifyOutcome = "success" | "invalid_token" | "revoked_partner_key";
@@ -151,3 +154,14 @@ function merge(earlier: UsageBatch, later: UsageBatch): UsageBatch {
 }
 
 export type UsageRecorder = ReturnType<typeof createUsageRecorder>;
+
+/**
+ * Resolves once the verifications every instance counted before now are written: this
+ * process's at once, and those of the instances serving in other processes (which the admin
+ * CLI cannot reach) after their next periodic flush, which starts within `FLUSH_INTERVAL_MS`.
+ * An export reads after it, so it holds every verification made before it started.
+ */
+export async function awaitRecordedUsage(usage: { flush(): Promise<void> }): Promise<void> {
+  await usage.flush();
+  await new Promise((resolve) => setTimeout(resolve, FLUSH_INTERVAL_MS + WRITE_ALLOWANCE_MS));
+}
