@@ -10,7 +10,6 @@ import {
   type ServiceMetrics,
   type TrustProxy,
 } from "@agentpass/http";
-import { sql } from "kysely";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { NotesContext } from "./context.ts";
@@ -75,7 +74,7 @@ export function createNotesApi(
     ...tagEndpoints(ctx, verified),
     mcpEndpoint(ctx, { publicUrl, logger: options.logger, authenticate: bound }),
     ...protectedResourceEndpoints({ publicUrl, agentpassUrl: options.agentpassUrl }),
-    ...healthEndpoints(() => sql`SELECT 1`.execute(ctx.store.db), options.notReady ?? (() => null)),
+    ...healthEndpoints(() => ctx.store.ping(), options.notReady ?? (() => null)),
   ];
   const endpoints = [
     ...api,

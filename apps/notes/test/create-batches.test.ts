@@ -74,7 +74,7 @@ for (const engine of testEngines()) {
         SELECT note_count, text_bytes, (
           SELECT sum(octet_length(title) + octet_length(content) + octet_length(content_text))
           FROM notes WHERE user_id = ${userId}
-        ) AS counted FROM users WHERE id = ${userId}`.execute(notes.store.db);
+        ) AS counted FROM users WHERE id = ${userId}`.execute(notes.db);
       assert.equal(Number(rows[0]?.note_count), CONCURRENT);
       assert.equal(Number(rows[0]?.text_bytes), Number(rows[0]?.counted));
     });
@@ -91,14 +91,14 @@ for (const engine of testEngines()) {
       }
       const ids = await Promise.all(people.map(userIdOf));
       await sql`DELETE FROM notes WHERE title = 'shared drop' AND user_id IN (${sql.join(ids)})`.execute(
-        notes.store.db,
+        notes.db,
       );
       for (const id of ids) {
         const { rows } = await sql<{ note_count: number; text_bytes: number; counted: number }>`
           SELECT note_count, text_bytes, (
             SELECT sum(octet_length(title) + octet_length(content) + octet_length(content_text))
             FROM notes WHERE user_id = ${id}
-          ) AS counted FROM users WHERE id = ${id}`.execute(notes.store.db);
+          ) AS counted FROM users WHERE id = ${id}`.execute(notes.db);
         assert.deepEqual(
           { notes: Number(rows[0]?.note_count), bytes: Number(rows[0]?.text_bytes) },
           { notes: 3, bytes: Number(rows[0]?.counted) },
@@ -119,7 +119,7 @@ for (const engine of testEngines()) {
         // A row's xmin is the transaction that wrote it.
         const { rows } = await sql<{ transactions: number }>`
           SELECT count(DISTINCT xmin::text)::int AS transactions FROM notes
-          WHERE user_id = ${await userIdOf(cy)}`.execute(notes.store.db);
+          WHERE user_id = ${await userIdOf(cy)}`.execute(notes.db);
         const transactions = rows[0]?.transactions ?? CONCURRENT;
         assert.ok(transactions <= CONCURRENT / 4, `${transactions} transactions`);
       });

@@ -68,6 +68,14 @@ for (const engine of testEngines()) {
       return (await response.json()) as { notes: NoteJson[]; total: number };
     };
 
+    it("hands out no query builder from its store: every read and write is an operation", () => {
+      assert.equal("db" in notes.store, false);
+      assert.deepEqual(
+        Object.values(notes.store).filter((value) => typeof value === "object"),
+        [notes.store.userCacheLookups],
+      );
+    });
+
     describe("POST /api/notes", () => {
       it("answers 201 with the note, dates in ISO 8601 with milliseconds", async () => {
         const note = await create(ada, {
@@ -552,7 +560,7 @@ for (const engine of testEngines()) {
         it("keeps every note's rowid in its user's range, and refuses one outside it", async () => {
           const person = await notes.person();
           await create(person, { title: "ranged" });
-          const { db } = notes.store;
+          const { db } = notes;
           const strays = await sql<{ n: number }>`SELECT count(*) AS n FROM notes
             JOIN users u ON u.id = notes.user_id WHERE notes.seq >> 32 != u.number`.execute(db);
           assert.equal(strays.rows[0]?.n, 0);

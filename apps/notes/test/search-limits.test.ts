@@ -141,7 +141,7 @@ for (const engine of testEngines()) {
         SELECT note_count, text_bytes, (
           SELECT coalesce(sum(octet_length(title) + octet_length(content) + octet_length(content_text)), 0)
           FROM notes WHERE user_id = ${user.id}
-        ) AS counted FROM users WHERE id = ${user.id}`.execute(notes.store.db);
+        ) AS counted FROM users WHERE id = ${user.id}`.execute(notes.db);
       const [row] = rows;
       assert.ok(row);
       return {

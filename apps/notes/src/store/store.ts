@@ -1,4 +1,5 @@
 import type { StoreDatabase } from "@agentpass/db";
+import { sql } from "kysely";
 import { createFilteredList } from "./filtered-list.ts";
 import { DEFAULT_NOTES_LIMITS, type NotesLimits } from "./limits.ts";
 import { createNotes } from "./notes.ts";
@@ -35,8 +36,10 @@ export function createNotesStore(
   const filteredList = createFilteredList(database, caps.searchTimeoutMs);
 
   return {
-    /** The query builder, for health checks and tests. */
-    db: database.db,
+    /** Fails (rejects) when the database does not answer a trivial query: the readiness check. */
+    async ping(): Promise<void> {
+      await sql`SELECT 1`.execute(database.db);
+    },
     ...createUsers(database),
     ...createNotes(database, caps),
     ...createTags(database),

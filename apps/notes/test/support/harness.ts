@@ -2,7 +2,7 @@ import { createTestDatabase, type Engine } from "@agentpass/db/testing";
 import { startTestIdentityService } from "@agentpass/identity/testing";
 import pino from "pino";
 import { loadNotesConfig } from "../../src/config.ts";
-import { openNotesService } from "../../src/service.ts";
+import { openNotesDatabase, openNotesService } from "../../src/service.ts";
 
 export const START = Date.UTC(2026, 10, 23, 12);
 
@@ -40,6 +40,9 @@ export async function openTestNotes(
     clock,
     logger: pino({ level: "silent" }),
   });
+  // The store hands out no query builder: a test that reads or changes rows directly opens the
+  // database again, as another process would.
+  const direct = openNotesDatabase(loaded.config, { readerThreads: 0 });
 
   const notes = {
     /** Requests over a real loopback socket, through the service's own listener. */
@@ -48,6 +51,8 @@ export async function openTestNotes(
     /** Where the service's database is, for another process (the admin CLI) to open it. */
     database: { dataDir: database.dataDir, databaseUrl: database.databaseUrl },
     store: service.ctx.store,
+    /** The whole query builder over the service's database, on connections of its own. */
+    db: direct.db,
     identity,
     partner: { id: partner.id, keyId: partnerKey.id, key: partnerKey.key },
     now: clock,
@@ -91,6 +96,7 @@ export async function openTestNotes(
       });
     },
     async close() {
+      await direct.close();
       await service.close();
       await identity.close();
       await database.drop();
