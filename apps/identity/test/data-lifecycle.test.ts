@@ -4,6 +4,7 @@ import { type Engine, testEngines } from "@agentpass/db/testing";
 import { type Kysely, sql } from "kysely";
 import { DEFAULT_RETENTION, loadConfig } from "../src/config.ts";
 import { revokeKey } from "../src/domain/credentials.ts";
+import { PERSONAL_TABLES } from "../src/store/personal-data.ts";
 import { purgeExpired } from "../src/store/purge.ts";
 import type { IdentityDatabase } from "../src/store/schema.ts";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
@@ -136,21 +137,18 @@ for (const engine of testEngines()) {
         [person.accountId, person.email],
       );
       assert.match(exported.account.created_at, /^\d{4}-\d\d-\d\dT/, "times in ISO 8601");
-      for (const table of [
-        "user_keys",
-        "web_sessions",
-        "partners",
-        "partner_keys",
-        "partner_resources",
-        "usage_daily",
-        "partner_activity",
-        "device_codes",
-        "oauth_codes",
-        "sign_in_codes",
-        "remembered_browsers",
-        "audit_events",
-      ]) {
-        assert.ok((exported[table]?.length ?? 0) > 0, `the export holds ${table}`);
+      // Every section personal-data.ts names, and nothing else; each holds this person's rows
+      // but those of a connected app and a deleted partner, which they have none of.
+      const sections: string[] = Object.values(PERSONAL_TABLES).flatMap(
+        (table) => table.exportedIn,
+      );
+      assert.deepEqual(
+        Object.keys(exported).sort(),
+        [...new Set(["exportedAt", ...sections])].sort(),
+      );
+      for (const section of sections) {
+        if (["account", "grants", "departed_partner_activity"].includes(section)) continue;
+        assert.ok((exported[section]?.length ?? 0) > 0, `the export holds ${section}`);
       }
       assert.equal(exported.partner_activity?.length, 2, "both partners that saw the email");
       const text = JSON.stringify(exported);
@@ -193,11 +191,16 @@ for (const engine of testEngines()) {
         assert.ok(before.includes(table), `${table} names the person before: ${before}`);
       }
       assert.equal(await cli("accounts", "delete", person.email), `deleted ${person.email}`);
-      // Kept, as docs/operations.md says: the audit events, and the key change log's entries
-      // for the account (its id, for an hour, so every instance drops its cached reads).
+      // Kept, as docs/operations.md says: the audit events (personal-data.ts), and the key change
+      // log's entries for the account (its id, for an hour, so every instance drops its cached
+      // reads).
+      const kept = Object.entries(PERSONAL_TABLES)
+        .filter(([, table]) => table.deletion.kind === "kept")
+        .map(([name]) => name);
+      assert.deepEqual(kept, ["audit_events"]);
       const naming = [person.email, person.accountId, person.partnerId];
       const left = await rowsNaming(engine, identity.db, naming);
-      assert.deepEqual(left, ["audit_events", "key_changes"], "only what the docs keep is left");
+      assert.deepEqual(left, [...kept, "key_changes"], "only what the docs keep is left");
       const byEmail = await rowsNaming(engine, identity.db, [person.email]);
       assert.deepEqual(byEmail, [], "and they name the account by its id, never by its email");
       const shown = await runAdminCli(["accounts", "show", person.email], identity.env);

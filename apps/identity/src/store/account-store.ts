@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
+import { sql } from "kysely";
+import { deletedByColumn } from "./personal-data.ts";
 import type { IdentityDatabase } from "./schema.ts";
 import type { Store } from "./store.ts";
 
@@ -10,9 +12,10 @@ export interface Account {
 }
 
 /**
- * The accounts of `Store`: one per email, deleted with every row that names them (the foreign
- * keys cascade to keys, grants, sessions, partners and activity; the rest is deleted here). The
- * audit events stay until their retention ends: see docs/operations.md, "Data lifecycle".
+ * The accounts of `Store`: one per email, deleted with every row that names them, as
+ * personal-data.ts lists them (the foreign keys cascade to keys, grants, sessions, partners and
+ * activity; the rest is deleted here). The audit events stay until their retention ends: see
+ * docs/operations.md, "Data lifecycle".
  */
 export function createAccountStore(
   database: StoreDatabase<IdentityDatabase>,
@@ -49,10 +52,14 @@ export function createAccountStore(
           .where("id", "=", accountId)
           .executeTakeFirst();
         if (!account) return;
-        // The rows that name the person by email, or by id without a foreign key to cascade.
-        await trx.deleteFrom("remembered_browsers").where("email", "=", account.email).execute();
-        await trx.deleteFrom("sign_in_codes").where("email", "=", account.email).execute();
-        await trx.deleteFrom("oauth_codes").where("account_id", "=", accountId).execute();
+        // The rows that name the person by email, or by id without a foreign key to cascade
+        // (personal-data.ts); the others cascade from the account's row.
+        for (const { table, column } of deletedByColumn()) {
+          const named = column === "email" ? account.email : accountId;
+          await sql`DELETE FROM ${sql.table(table)} WHERE ${sql.ref(column)} = ${named}`.execute(
+            trx,
+          );
+        }
         await trx.deleteFrom("accounts").where("id", "=", accountId).execute();
       });
     },

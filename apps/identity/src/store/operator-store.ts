@@ -1,5 +1,6 @@
 import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import { sql } from "kysely";
+import type { ExportSection } from "./personal-data.ts";
 import type { IdentityDatabase } from "./schema.ts";
 
 /** An account as the operator lists it. */
@@ -27,26 +28,14 @@ export interface PartnerRow {
 }
 
 /**
- * Every row the identity service holds that names an account, by table, as stored less its
- * secrets: a hash of a key, a code, a link, a browser or a session is never read here.
+ * Every row the identity service holds that names an account, by section of the export, as
+ * stored less its secrets: a hash of a key, a code, a link, a browser or a session is never read
+ * here. Its sections are those personal-data.ts gives its tables, so a table listed there
+ * without its rows here does not compile.
  */
-export interface AccountRecord {
-  account: { id: string; email: string; created_at: number };
-  user_keys: Record<string, unknown>[];
-  grants: Record<string, unknown>[];
-  web_sessions: Record<string, unknown>[];
-  partners: Record<string, unknown>[];
-  partner_keys: Record<string, unknown>[];
-  partner_resources: Record<string, unknown>[];
-  usage_daily: Record<string, unknown>[];
-  partner_activity: Record<string, unknown>[];
-  departed_partner_activity: Record<string, unknown>[];
-  device_codes: Record<string, unknown>[];
-  oauth_codes: Record<string, unknown>[];
-  sign_in_codes: Record<string, unknown>[];
-  remembered_browsers: Record<string, unknown>[];
-  audit_events: Record<string, unknown>[];
-}
+export type AccountRecord = { account: { id: string; email: string; created_at: number } } & {
+  [Section in Exclude<ExportSection, "account">]: Record<string, unknown>[];
+};
 
 const keyColumns = [
   "id",
