@@ -1,9 +1,16 @@
-// Builds the two publishable packages and packs each into a tarball a partner or an agent can
-// install before they are on the registry:  npm run pack  →  packages-dist/*.tgz
-// The packages' tests use the helpers below to check what a publish would ship.
+// Builds the two publishable npm packages and packs each into a tarball, and writes the Python
+// package's wheel, which a partner or an agent can install before they are on a registry:
+//   npm run pack  →  packages-dist/agentpass-cli-<v>.tgz, agentpass-verify-<v>.tgz,
+//                    agentpass-<v>-py3-none-any.whl
+// `npm run prepare` runs it with --no-build after building every workspace: the identity service
+// serves these files at /downloads/ (apps/identity/src/http/pages/downloads.ts), so a checkout, the
+// test command and the image all have them. The packages' tests use the helpers below to check
+// what a publish would ship.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { buildWheel } from "./python-wheel.ts";
 
 const root = resolve(import.meta.dirname, "..");
 
@@ -97,13 +104,38 @@ export function prepareRelease(name: PublishedPackage, destination: string): Rel
   return { tarball, manifest: readPackedManifest(tarball), published: publishDryRun(name) };
 }
 
-if (import.meta.main) {
-  const out = join(root, "packages-dist");
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(out);
-  for (const name of PUBLISHED_PACKAGES) {
-    buildPackage(name);
-    packPackage(name, out);
+/** Whether a file of packages-dist is one `packDownloads` writes (an older version's included). */
+export function isPackedDownload(name: string): boolean {
+  return /^agentpass-(cli-|verify-)?[0-9][\w.+-]*(\.tgz|-py3-none-any\.whl)$/.test(name);
+}
+
+/**
+ * Packs the built npm packages and the Python wheel into `out`, replacing the files an earlier
+ * run wrote there and nothing else (packages-dist/openapi/ is lint:openapi's). Each file is
+ * written beside and renamed into place, so a service starting meanwhile reads whole files.
+ */
+export function packDownloads(out: string): string[] {
+  mkdirSync(out, { recursive: true });
+  const staging = join(out, `.staging-${process.pid}`);
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging);
+  try {
+    for (const name of PUBLISHED_PACKAGES) packPackage(name, staging);
+    buildWheel(join(root, "packages", "python"), staging);
+    for (const old of readdirSync(out).filter(isPackedDownload)) rmSync(join(out, old));
+    const written = readdirSync(staging).sort();
+    for (const name of written) renameSync(join(staging, name), join(out, name));
+    return written.map((name) => join(out, name));
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
   }
-  for (const tarball of readdirSync(out)) console.log(join(out, tarball));
+}
+
+/** Where `npm run pack` writes, and where the identity service reads what it serves. */
+export const PACKAGES_DIST = join(root, "packages-dist");
+
+if (import.meta.main) {
+  const { values } = parseArgs({ options: { "no-build": { type: "boolean", default: false } } });
+  if (!values["no-build"]) for (const name of PUBLISHED_PACKAGES) buildPackage(name);
+  for (const path of packDownloads(PACKAGES_DIST)) console.log(path);
 }

@@ -331,7 +331,8 @@ for (const engine of testEngines()) {
       });
 
       it("tells a person how to get the CLI, on the landing page and on the keys page", async () => {
-        const install = "npm install -g @agentpass/cli";
+        // The CLI from this service's own URL (apps/identity/test/downloads.test.ts fetches it).
+        const install = "npm install -g http://localhost:4000/downloads/agentpass-cli.tgz";
         assert.ok((await browser().text("/")).includes(install), "the landing page");
         const client = browser();
         await signIn(client);
@@ -402,7 +403,10 @@ for (const engine of testEngines()) {
         await owner.submit(`${path}/keys`, { name: "production" });
         const page = await owner.text(path);
         assert.ok(page.includes(snippet), "the service's own URL");
-        assert.ok(page.includes("npm install @agentpass/verify"), "the library's install line");
+        assert.ok(
+          page.includes(`npm install ${publicUrl}/downloads/agentpass-verify.tgz`),
+          "the library's install line, from this service",
+        );
         assert.ok(page.includes("from agentpass import verify"), "and Python's");
       });
 

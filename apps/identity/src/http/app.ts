@@ -36,12 +36,14 @@ import { connectedAppRoutes } from "./pages/connected-apps.ts";
 import { AUTHORIZE_PAGE, consentPages } from "./pages/consent.ts";
 import { deviceRoutes } from "./pages/device.ts";
 import { directoryRoutes } from "./pages/directory.ts";
+import { downloadRoutes, readDownloads } from "./pages/downloads.ts";
 import { partnerPages } from "./pages/partners.ts";
 import { securityLogPages } from "./pages/security-log.ts";
 import { signInPages } from "./pages/sign-in.ts";
 import { assetRoutes } from "./web/assets.ts";
 import { renderPageError } from "./web/error-page.ts";
 import { createWebGuard } from "./web/guard.ts";
+import { installCommands } from "./web/install-commands.ts";
 
 /**
  * Why the service is not ready though its database answers (`/readyz`). `shutting_down`: it got
@@ -164,6 +166,9 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     ...apiDocsEndpoints([...api, AUTHORIZE_PAGE], apiDescription(publicUrl)),
   ];
 
+  // The packages' files, read once (scripts/pack.ts writes them); the pages' install lines name them.
+  const downloads = readDownloads();
+  const install = installCommands(publicUrl, downloads);
   const pages: Page[] = [
     ...directoryRoutes(ctx, guard),
     ...deviceRoutes(ctx, guard, { perAccount: limiter("deviceCodeGuessesPerAccount") }),
@@ -180,12 +185,13 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
       },
       publicUrl,
     }),
-    ...accountPages(ctx, guard, publicUrl),
+    ...accountPages(ctx, guard, publicUrl, install),
     ...connectedAppRoutes(ctx, guard),
     ...securityLogPages(ctx, guard),
-    ...partnerPages(ctx, guard, fetchDocument, publicUrl),
+    ...partnerPages(ctx, guard, fetchDocument, publicUrl, install),
     ...consentPages(ctx, guard, oauth),
     ...assetRoutes(),
+    ...downloadRoutes(downloads),
   ];
   const listener = createApiListener([...endpoints, ...pages], {
     logger,

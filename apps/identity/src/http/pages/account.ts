@@ -5,17 +5,23 @@ import { byPerson } from "../web/audit.ts";
 import { confirmPage } from "../web/confirm-page.ts";
 import { notice } from "../web/flash.ts";
 import type { WebGuard, WebRequest } from "../web/guard.ts";
-import { CLI_INSTALL, csrfField, flashNotice, formatTime, html, renderPage } from "../web/page.ts";
+import type { InstallCommands } from "../web/install-commands.ts";
+import { csrfField, flashNotice, formatTime, html, renderPage } from "../web/page.ts";
 import { htmlAnswer, redirect, withCookies } from "../web/page-answers.ts";
 import { keyPages } from "./keys.ts";
 
 /** A person's pages: the front page, their user keys, who learned their email, the account. */
-export function accountPages(ctx: IdentityContext, guard: WebGuard, publicUrl: string): Page[] {
+export function accountPages(
+  ctx: IdentityContext,
+  guard: WebGuard,
+  publicUrl: string,
+  install: InstallCommands,
+): Page[] {
   const front = definePage({
     method: "GET",
     path: "/",
     handle: guard.page((_request, web) =>
-      web.session ? redirect("/keys") : htmlAnswer(landingPage(web, publicUrl)),
+      web.session ? redirect("/keys") : htmlAnswer(landingPage(web, publicUrl, install)),
     ),
   });
   const activity = definePage({
@@ -105,11 +111,18 @@ ${
       return withCookies(gone, guard.clearedSessionCookie());
     }),
   });
-  return [front, ...keyPages(ctx, guard, publicUrl), activity, account, confirmDeletion, deletion];
+  return [
+    front,
+    ...keyPages(ctx, guard, publicUrl, install),
+    activity,
+    account,
+    confirmDeletion,
+    deletion,
+  ];
 }
 
 /** What a signed-out visitor of `/` reads: what AgentPass is, for each kind of reader. */
-function landingPage(web: WebRequest, publicUrl: string) {
+function landingPage(web: WebRequest, publicUrl: string, install: InstallCommands) {
   return renderPage({
     title: "AgentPass: who is behind the agent",
     session: null,
@@ -118,8 +131,8 @@ function landingPage(web: WebRequest, publicUrl: string) {
 <p><a class="button" href="/sign-in">Sign in or sign up</a> <span class="muted">with your email; no password.</span></p>
 <div class="landing">
 <section class="card"><h2>For people</h2><p>Keep a user key on your own machine. Your agents trade it for 5-minute session tokens; you see which services learned your email, and revoke a key at any time.</p></section>
-<section class="card"><h2>For agents</h2><p>Install the CLI with <code>${CLI_INSTALL}</code> (Node ≥ 20). Run <code>agentpass login --url ${publicUrl}</code> once, then send <code>x-session-token: $(agentpass token)</code> with every request to a partner.</p></section>
-<section class="card"><h2>For partners</h2><p>Register your API, get a partner key, and ask <code>POST /api/verify</code> who a token belongs to, or use <code>@agentpass/verify</code>. See the <a href="/docs">API reference</a> and the <a href="/directory">partner directory</a>.</p></section>
+<section class="card"><h2>For agents</h2><p>Install the CLI with ${install.cli}. Run <code>agentpass login --url ${publicUrl}</code> once, then send <code>x-session-token: $(agentpass token)</code> with every request to a partner.</p></section>
+<section class="card"><h2>For partners</h2><p>Register your API, get a partner key, and ask <code>POST /api/verify</code> who a token belongs to, or use the library: ${install.verify}, or in Python ${install.python}. See the <a href="/docs">API reference</a> and the <a href="/directory">partner directory</a>.</p></section>
 </div>`,
   });
 }

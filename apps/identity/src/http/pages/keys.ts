@@ -3,8 +3,9 @@ import type { IdentityContext } from "../../context.ts";
 import { listKeys } from "../../domain/credentials.ts";
 import { listConnectedApps } from "../../domain/grants.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
+import type { InstallCommands } from "../web/install-commands.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
-import { CLI_INSTALL, csrfField, flashNotice, html, renderPage } from "../web/page.ts";
+import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
 import { htmlAnswer } from "../web/page-answers.ts";
 import { connectedAppsSection } from "./connected-apps.ts";
 import { keyRoutes } from "./key-routes.ts";
@@ -13,7 +14,12 @@ import { keyRoutes } from "./key-routes.ts";
  * A person's user keys (the list, and creating, renaming and revoking one) and below them their
  * connected apps (`connected-apps.ts`).
  */
-export function keyPages(ctx: IdentityContext, guard: WebGuard, publicUrl: string): Page[] {
+export function keyPages(
+  ctx: IdentityContext,
+  guard: WebGuard,
+  publicUrl: string,
+  install: InstallCommands,
+): Page[] {
   async function keysPage(web: SignedInRequest, error?: string) {
     const keys = await listKeys(ctx, "user", web.session.accountId);
     const apps = await listConnectedApps(ctx, web.session.accountId);
@@ -39,7 +45,7 @@ ${keyTable(keys, "/keys")}
 <input id="key-name" name="name" type="text" required maxlength="100" placeholder="laptop" ${error ? html`aria-describedby="key-name-error" aria-invalid="true"` : ""}>
 ${error ? html`<p id="key-name-error" class="error" role="alert">${error}</p>` : ""}
 <p><button type="submit">Create key</button></p></form>
-<p class="muted">Or let the CLI ask for one: install it with <code>${CLI_INSTALL}</code> (Node ≥ 20), run <code>agentpass login --url ${publicUrl}</code> and approve it here.</p>
+<p class="muted">Or let the CLI ask for one: install it with ${install.cli}, run <code>agentpass login --url ${publicUrl}</code> and approve it here.</p>
 ${connectedAppsSection(apps)}`,
       }),
       error ? 400 : 200,

@@ -19,6 +19,7 @@ import { confirmPage } from "../web/confirm-page.ts";
 import { notFoundPage } from "../web/error-page.ts";
 import { notice } from "../web/flash.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
+import type { InstallCommands } from "../web/install-commands.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
 import { csrfField, flashNotice, formatTime, html, renderPage } from "../web/page.ts";
 import { htmlAnswer } from "../web/page-answers.ts";
@@ -35,6 +36,7 @@ export function partnerPages(
   guard: WebGuard,
   fetchDocument: FetchDocument,
   publicUrl: string,
+  install: InstallCommands,
 ): Page[] {
   /** The partner of the URL, when the signed-in account owns it. */
   function ownPartner(request: EndpointRequest, web: SignedInRequest): Promise<Partner | null> {
@@ -112,7 +114,7 @@ ${
 <h2>Partner keys</h2>
 <p>Your server sends a partner key with each <code>POST /api/verify</code>. Revoking one refuses it on the very next request.</p>
 ${keyTable(keys, `/partners/${partner.id}/keys`)}
-${keys.some((key) => key.revokedAt === null) ? integration(publicUrl) : ""}
+${keys.some((key) => key.revokedAt === null) ? integration(publicUrl, install) : ""}
 <form method="post" action="/partners/${partner.id}/keys" class="card">${csrfField(web.csrf)}
 <label for="partner-key-name">Key name</label><input id="partner-key-name" name="name" type="text" required maxlength="100" placeholder="production">
 <p><button type="submit">Create partner key</button></p></form>
@@ -312,11 +314,11 @@ ${
  * install line and its one call, with this service's own URL (docs/partners.md has the rest:
  * Python, middlewares, what to answer an agent).
  */
-function integration(publicUrl: string) {
+function integration(publicUrl: string, install: InstallCommands) {
   return html`<div class="card"><h3>Use it</h3>
-<p>In your server's environment: <code>AGENTPASS_URL=${publicUrl}</code> and <code>AGENTPASS_PARTNER_KEY=apk_…</code>. Then, in Node, <code>npm install @agentpass/verify</code>:</p>
+<p>In your server's environment: <code>AGENTPASS_URL=${publicUrl}</code> and <code>AGENTPASS_PARTNER_KEY=apk_…</code>. Then, in Node, ${install.verify}:</p>
 <pre><code>import { verify } from "@agentpass/verify";
 const result = await verify(process.env.AGENTPASS_PARTNER_KEY, sessionToken);
 if (result.ok) console.log(result.email); // the person behind the agent</code></pre>
-<p>In Python, the <code>agentpass</code> package: <code>from agentpass import verify</code>, the same call. Token problems are yours to answer with 401; a refused partner key, a rate limit or an unreachable service with 503.</p></div>`;
+<p>In Python, ${install.python}, then <code>from agentpass import verify</code>, the same call. Token problems are yours to answer with 401; a refused partner key, a rate limit or an unreachable service with 503.</p></div>`;
 }

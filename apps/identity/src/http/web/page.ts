@@ -59,6 +59,3 @@ export function formatTime(ms: number | null): string {
 }
 
 export { html };
-
-/** How a person gets the `agentpass` command line (docs/agents.md). */
-export const CLI_INSTALL = "npm install -g @agentpass/cli";
