@@ -23,7 +23,13 @@ export const MintRequest = z.object({
     // The domain refuses a malformed audience only after the key, so an unauthenticated caller
     // gets 401 whatever it sent: the schema marks it rather than refusing it.
     .catch(MALFORMED)
-    .meta({ description: "Partner id the token is bound to; omit for any partner" }),
+    .meta({
+      description: "Partner id the token is bound to; omit for any partner",
+      // What a client sends is a partner id or nothing: the marker is no default of the API.
+      override: ({ jsonSchema }) => {
+        delete jsonSchema.default;
+      },
+    }),
 });
 export const MintResponse = z.object({
   sessionToken: z.string().meta({ description: "Opaque token starting with aps_" }),
