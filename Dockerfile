@@ -19,10 +19,12 @@ ENV NODE_ENV=production \
     HOST=0.0.0.0
 WORKDIR /app
 COPY --from=install --chown=root:root /app /app
-RUN mkdir -p /data /app/.compile-cache \
+# /keys: where compose's notes-partner job writes the notes API's partner key (a new volume
+# takes the folder's owner from the image, so the node user can write there).
+RUN mkdir -p /data /keys /app/.compile-cache \
   && node apps/identity/src/bin.ts --help > /dev/null \
   && node apps/notes/src/bin.ts --help > /dev/null \
-  && chown -R node:node /data /app/.compile-cache
+  && chown -R node:node /data /keys /app/.compile-cache
 USER node
 EXPOSE 4000 4001
 # The identity service by default; the notes API's command is in compose.yaml.

@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import dockerignore from "@balena/dockerignore";
+import { loadConfig } from "../../apps/identity/src/config.ts";
+import { loadNotesConfig } from "../../apps/notes/src/config.ts";
 
 /**
  * What can be checked of the deploy recipe on a machine without a container daemon
@@ -65,6 +68,7 @@ describe("the deploy recipe", () => {
     ]);
     assert.deepEqual(services.notes?.depends_on, {
       "migrate-notes": { condition: "service_completed_successfully" },
+      "notes-partner": { condition: "service_completed_successfully" },
     });
     for (const secret of Object.values(secrets)) {
       assert.match(secret.file, /^\.\/secrets\//, "secrets live in an ignored folder");
@@ -103,8 +107,9 @@ describe("the deploy recipe", () => {
   });
 
   it("sends no secret, database, environment file or history to the image build", () => {
-    // Matched as Docker matches its build context (a port of Docker's own matcher).
-    const ignored = dockerignore().add(readFileSync(join(root, ".dockerignore"), "utf8"));
+    // Matched as Docker matches its build context (a port of Docker's own matcher). The package
+    // is CommonJS whose types declare a default export: `.default` is the factory either way.
+    const ignored = dockerignore.default().add(readFileSync(join(root, ".dockerignore"), "utf8"));
     for (const path of [
       "secrets/agentpass-secret",
       "secrets/x",
@@ -143,6 +148,85 @@ describe("the deploy recipe", () => {
       for (const copy of stage.match(/^(COPY|ADD) .*/gm) ?? []) {
         assert.doesNotMatch(copy, /secret|\.env|(^|[\s/])data\//i, copy);
       }
+    }
+  });
+
+  it("gives the notes API a partner key made by a job before it starts, and names the public issuer", () => {
+    const { services } = readCompose();
+    const job = services["notes-partner"];
+    const notes = services.notes;
+    assert.ok(job && notes);
+    assert.deepEqual(job.depends_on, {
+      "migrate-identity": { condition: "service_completed_successfully" },
+    });
+    const command = job.command ?? [];
+    assert.deepEqual(command.slice(0, 4), [
+      "node",
+      "apps/identity/src/bin.ts",
+      "partners",
+      "provision",
+    ]);
+    const keyFile = command[command.indexOf("--key-file") + 1];
+    assert.equal(notes.environment?.AGENTPASS_PARTNER_KEY_FILE, keyFile, "the notes API reads it");
+    const volumeOf = (service: ComposeService) =>
+      service.volumes?.find((volume) => keyFile?.startsWith(`${volume.split(":")[1]}/`));
+    assert.equal(volumeOf(job)?.split(":")[0], volumeOf(notes)?.split(":")[0], "one volume");
+    assert.match(volumeOf(notes) ?? "", /:ro$/, "read-only where the notes API reads it");
+    assert.equal(notes.environment?.AGENTPASS_URL, "http://lb:8080");
+    assert.equal(
+      notes.environment?.AGENTPASS_PUBLIC_URL,
+      services["identity-1"]?.environment?.PUBLIC_URL,
+      "the issuer it names is the identity service's public URL",
+    );
+  });
+
+  it("sets METRICS_TOKEN from a secret file on every service that serves", () => {
+    const { services, secrets } = readCompose();
+    for (const name of ["identity-1", "identity-2", "notes"]) {
+      const service = services[name];
+      assert.equal(service?.environment?.METRICS_TOKEN_FILE, "/run/secrets/metrics-token", name);
+      assert.ok(service?.secrets?.includes("metrics-token"), name);
+    }
+    assert.equal(secrets["metrics-token"]?.file, "./secrets/metrics-token");
+  });
+
+  it("starts each service with production rules, as the image and compose configure it", () => {
+    const { services } = readCompose();
+    const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+    const imageEnv = Object.fromEntries(
+      [...(/^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)?.[1] ?? "").matchAll(/(\w+)=(\S+)/g)].map(
+        (match) => [match[1] as string, match[2] as string],
+      ),
+    );
+    assert.equal(imageEnv.HOST, "0.0.0.0", "the image listens on every interface");
+    const folder = mkdtempSync(join(tmpdir(), "agentpass-compose-"));
+    try {
+      // Each *_FILE names a file of the container: a file of this test stands in for it.
+      const withFiles = (environment: Record<string, string>) => {
+        const env: Record<string, string> = { ...imageEnv, ...environment, DATA_DIR: folder };
+        for (const [name, path] of Object.entries(env)) {
+          if (!name.endsWith("_FILE")) continue;
+          const stand = join(folder, name);
+          const content =
+            name === "AGENTPASS_PARTNER_KEY_FILE" ? `apk_${"a".repeat(38)}` : "x".repeat(40);
+          writeFileSync(stand, content);
+          env[name] = stand;
+          assert.ok(path.startsWith("/"));
+        }
+        return env;
+      };
+      for (const name of ["identity-1", "identity-2", "notes-partner", "migrate-identity"]) {
+        const loaded = loadConfig(withFiles(services[name]?.environment ?? {}));
+        assert.ok(loaded.ok, `${name}: ${loaded.ok ? "" : loaded.error}`);
+        assert.equal(loaded.config.development, false, `${name} runs with production rules`);
+      }
+      for (const name of ["notes", "migrate-notes"]) {
+        const loaded = loadNotesConfig(withFiles(services[name]?.environment ?? {}));
+        assert.ok(loaded.ok, `${name}: ${loaded.ok ? "" : loaded.error}`);
+        assert.equal(loaded.config.development, false, `${name} runs with production rules`);
+      }
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 });

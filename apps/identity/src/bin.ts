@@ -3,9 +3,11 @@ import { parseArgs } from "node:util";
 import { isSchemaBehind } from "@agentpass/db";
 import { startServer, stopOnSignals } from "@agentpass/http";
 import { CommandError, runAdminCommand, UsageError } from "./admin-command.ts";
+import { operatorNameOf } from "./audit-command.ts";
 import { runBackupCommand } from "./backup-command.ts";
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./infra/logger.ts";
+import { runPartnerProvisionCommand } from "./partner-provision-command.ts";
 import { migrateIdentityDatabase, openIdentityService } from "./service.ts";
 
 const USAGE = `agentpass-server — run and administer the AgentPass identity service
@@ -24,6 +26,7 @@ Usage:
   agentpass-server user-keys revoke <id>
   agentpass-server partners create --name N --owner <email> [--website URL] [--description D] [--listed] [--json]
   agentpass-server partners list [--limit N] [--json]
+  agentpass-server partners provision --name N --owner <email> --key-file <path>
   agentpass-server partners suspend <partnerId>
   agentpass-server partners reinstate <partnerId>
   agentpass-server partners delete <partnerId>
@@ -52,7 +55,9 @@ audit prints the security events kept (newest first, 100 unless --limit); the co
 change something record themselves there, refused or done, by the operator named with
 --operator <name> (or AGENTPASS_OPERATOR; unset, the system user). accounts export writes everything
 the service holds about a person as JSON; accounts delete deletes it as its owner can. A
-suspended partner's keys are refused (403) until it is reinstated.
+suspended partner's keys are refused (403) until it is reinstated. partners provision, a
+deploy's step, keeps the key in --key-file if it works, else makes the account, the partner and a
+key as needed and writes the key there.
 Configuration comes from the environment (PORT, DATA_DIR, DATABASE_URL, ...); see docs/operations.md.`;
 
 /** The commands whose second argument is a URL. */
@@ -62,6 +67,7 @@ const options = {
   json: { type: "boolean" },
   name: { type: "string" },
   owner: { type: "string" },
+  "key-file": { type: "string" },
   website: { type: "string" },
   description: { type: "string" },
   listed: { type: "boolean" },
@@ -120,6 +126,15 @@ async function main(argv: string[]): Promise<void> {
     // The name the audit log attributes the command to: --operator, else AGENTPASS_OPERATOR.
     const operator = values.operator ?? process.env.AGENTPASS_OPERATOR;
     const command = `${group} ${action ?? ""}`.trim();
+    if (command === "partners provision") {
+      if (argument) throw new UsageError(`Unexpected argument: ${argument}`);
+      const answer = await runPartnerProvisionCommand(
+        { ...service.ctx, operatorName: operatorNameOf(operator) },
+        { name: values.name, owner: values.owner, keyFile: values["key-file"] },
+      );
+      if (!answer.ok) throw new CommandError(answer.error);
+      return void console.log(answer.output);
+    }
     await runAdminCommand(service, command, argument, url, { ...values, operator });
   } finally {
     await service.close();

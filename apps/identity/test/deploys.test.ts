@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { isSchemaBehind, openDatabase } from "@agentpass/db";
 import { createTestDatabase, type TestDatabase, testEngines } from "@agentpass/db/testing";
@@ -10,6 +12,7 @@ import { issueKey } from "../src/domain/credentials.ts";
 import { createPartner } from "../src/domain/partners.ts";
 import { openIdentityService } from "../src/service.ts";
 import { identityMigrations } from "../src/store/migrations.ts";
+import { openTestIdentity } from "./support/harness.ts";
 import { runAdminCli } from "./support/run-cli.ts";
 
 /** A migration of a release after this one: it only adds, as every migration must. */
@@ -189,3 +192,67 @@ describe("database settings", () => {
     assert.equal(loaded.config.migrateOnStart, true);
   });
 });
+
+for (const engine of testEngines()) {
+  describe(`partners provision: a deploy's job that gives a partner's service its key (${engine})`, () => {
+    it("makes the owner, the partner and a key once, keeps a working key, and replaces a revoked one", async () => {
+      const identity = await openTestIdentity(engine);
+      const keyFile = join(identity.database.dataDir, "keys", "notes-partner-key");
+      mkdirSync(dirname(keyFile), { recursive: true });
+      const provision = () =>
+        runAdminCli(
+          [
+            "partners",
+            "provision",
+            "--name",
+            "AgentPass notes",
+            "--owner",
+            "notes@agentpass.local",
+            "--key-file",
+            keyFile,
+          ],
+          identity.env,
+        );
+      /** What AgentPass says of the key in the file: a token refusal means it took the key. */
+      const judge = async () => {
+        const key = readFileSync(keyFile, "utf8").trim();
+        const answer = await identity.verify(
+          `Bearer ${key}`,
+          JSON.stringify({ sessionToken: "aps_whatever" }),
+        );
+        return { key, code: ((await answer.json()) as { code: string }).code };
+      };
+      try {
+        const first = await provision();
+        assert.equal(first.code, 0, first.stderr);
+        assert.match(first.stdout, /^wrote a new key to /);
+        assert.equal(statSync(keyFile).mode & 0o777, 0o600, "only its owner reads the key");
+        const made = await judge();
+        assert.equal(made.code, "session_token_invalid");
+
+        const again = await provision();
+        assert.equal(again.code, 0, again.stderr);
+        assert.match(again.stdout, /^kept the key in /);
+        assert.equal((await judge()).key, made.key, "a working key is kept");
+
+        const [partner] = await identity.ctx.store.listPartnersOwnedBy(
+          (await identity.ctx.store.findAccountByEmail("notes@agentpass.local"))?.id ?? "",
+        );
+        assert.ok(partner);
+        for (const key of await identity.ctx.store.listKeys("partner_keys", partner.id)) {
+          await identity.ctx.store.revokeKey("partner_keys", key.id, identity.now());
+        }
+        const replaced = await provision();
+        assert.equal(replaced.code, 0, replaced.stderr);
+        assert.match(replaced.stdout, /^wrote a new key to /);
+        const fresh = await judge();
+        assert.notEqual(fresh.key, made.key);
+        assert.equal(fresh.code, "session_token_invalid", "the new key works");
+        const partners = await identity.ctx.store.listPartnersOwnedBy(partner.ownerAccountId);
+        assert.equal(partners.length, 1, "one partner, however often it runs");
+      } finally {
+        await identity.close();
+      }
+    });
+  });
+}
