@@ -124,6 +124,32 @@ describe("the install commands of the landing page", () => {
     assert.equal(imported, "function network_error\n");
   });
 
+  it("serves every /downloads/ path the docs and the packages' READMEs name", async () => {
+    const pages = [
+      "docs/agents.md",
+      "docs/partners.md",
+      "docs/quick-start.md",
+      "packages/cli/README.md",
+      "packages/verify/README.md",
+      "packages/python/README.md",
+    ];
+    const named = new Set<string>();
+    for (const page of pages) {
+      const text = readFileSync(join(root, page), "utf8");
+      for (const [path] of text.matchAll(/\/downloads\/agentpass-[\w.-]+\.(?:tgz|whl)/g)) {
+        named.add(path);
+      }
+    }
+    assert.deepEqual([...named].sort(), [
+      "/downloads/agentpass-0.1.0-py3-none-any.whl",
+      "/downloads/agentpass-cli.tgz",
+      "/downloads/agentpass-verify.tgz",
+    ]);
+    for (const path of named) {
+      assert.equal((await fetch(`${server.url}${path}`, { method: "HEAD" })).status, 200, path);
+    }
+  });
+
   it("pip install <its URL> installs the Python package in a fresh venv, no index needed", async () => {
     const [command] = commandsOf(landing, "pip install ");
     assert.match(

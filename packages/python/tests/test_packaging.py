@@ -1,6 +1,7 @@
-"""The package builds an sdist and a wheel (Debian's python3-build, no network), and installs in
-a fresh venv as the README's install snippet says. Both run on a copy of the package, so that
-the build's by-products (build/, *.egg-info) never land in the working tree."""
+"""The package builds an sdist and a wheel (Debian's python3-build, no network); the wheel the
+identity service serves (npm run pack writes it) holds the same, and installs in a plain venv as
+the README's install snippet says. Builds run on a copy of the package, so that the build's
+by-products (build/, *.egg-info) never land in the working tree."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import AgentPass
 from readme import snippet
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -57,20 +59,27 @@ def test_builds_an_sdist_and_a_typed_wheel(package_copy: Path, tmp_path: Path) -
     assert "agentpass-0.1.0/src/agentpass/py.typed" in members
 
 
-def test_the_install_snippet_installs_it_in_a_fresh_venv(package_copy: Path) -> None:
-    checkout = package_copy.parents[1]
+def test_the_install_snippet_installs_the_served_wheel_in_a_plain_venv(
+    agentpass: AgentPass, tmp_path: Path
+) -> None:
+    """The README's lines, as written, against the running identity service: a venv without the
+    system's packages, and no index (the wheel has no dependency)."""
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", snippet("python-install")],
-        cwd=checkout,
+        cwd=tmp_path,
         capture_output=True,
         text=True,
-        env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PIP_NO_INDEX": "1"},
+        env={
+            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+            "PIP_NO_INDEX": "1",
+            "AGENTPASS_URL": agentpass.identity_url,
+        },
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == "0.1.0"
     located = subprocess.run(
         [
-            str(checkout / ".venv" / "bin" / "python"),
+            str(tmp_path / ".venv" / "bin" / "python"),
             "-c",
             "import agentpass.asgi; print(agentpass.__file__)",
         ],
@@ -78,4 +87,39 @@ def test_the_install_snippet_installs_it_in_a_fresh_venv(package_copy: Path) -> 
         text=True,
         cwd="/",
     )
-    assert located.stdout.startswith(str(checkout / ".venv")), located.stdout + located.stderr
+    assert located.stdout.startswith(str(tmp_path / ".venv")), located.stdout + located.stderr
+
+
+def test_the_served_wheel_holds_what_setuptools_builds(package_copy: Path, tmp_path: Path) -> None:
+    """The wheel npm run pack writes with Node (scripts/python-wheel.ts), which the service serves,
+    has setuptools' files and metadata fields."""
+    served = PACKAGE.parents[1] / "packages-dist" / "agentpass-0.1.0-py3-none-any.whl"
+    assert served.exists(), "npm install (or npm run pack) writes it"
+    out = tmp_path / "dist"
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--wheel", "-o", str(out), package_copy],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+
+    def contents(wheel: Path) -> tuple[dict[str, bytes], dict[str, set[str]]]:
+        with zipfile.ZipFile(wheel) as archive:
+            files = {
+                name: archive.read(name)
+                for name in archive.namelist()
+                if not name.startswith("agentpass-0.1.0.dist-info/")
+            }
+            headers = archive.read("agentpass-0.1.0.dist-info/METADATA").decode().split("\n\n")[0]
+        fields: dict[str, set[str]] = {}
+        for line in headers.splitlines():
+            name, _, value = line.partition(": ")
+            fields.setdefault(name, set()).add(value)
+        return files, fields
+
+    served_files, served_fields = contents(served)
+    built_files, built_fields = contents(out / served.name)
+    assert served_files == built_files
+    for field in ("Name", "Version", "Summary", "Requires-Python", "Classifier", "Keywords"):
+        assert served_fields.get(field) == built_fields.get(field), field
+    assert "Requires-Dist" not in served_fields
