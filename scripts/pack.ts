@@ -105,7 +105,7 @@ export function prepareRelease(name: PublishedPackage, destination: string): Rel
 }
 
 /** Whether a file of packages-dist is one `packDownloads` writes (an older version's included). */
-export function isPackedDownload(name: string): boolean {
+function isPackedDownload(name: string): boolean {
   return /^agentpass-(cli-|verify-)?[0-9][\w.+-]*(\.tgz|-py3-none-any\.whl)$/.test(name);
 }
 
@@ -114,7 +114,7 @@ export function isPackedDownload(name: string): boolean {
  * run wrote there and nothing else (packages-dist/openapi/ is lint:openapi's). Each file is
  * written beside and renamed into place, so a service starting meanwhile reads whole files.
  */
-export function packDownloads(out: string): string[] {
+function packDownloads(out: string): string[] {
   mkdirSync(out, { recursive: true });
   const staging = join(out, `.staging-${process.pid}`);
   rmSync(staging, { recursive: true, force: true });
@@ -132,7 +132,7 @@ export function packDownloads(out: string): string[] {
 }
 
 /** Where `npm run pack` writes, and where the identity service reads what it serves. */
-export const PACKAGES_DIST = join(root, "packages-dist");
+const PACKAGES_DIST = join(root, "packages-dist");
 
 if (import.meta.main) {
   const { values } = parseArgs({ options: { "no-build": { type: "boolean", default: false } } });

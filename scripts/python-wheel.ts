@@ -8,7 +8,7 @@ import { join, relative } from "node:path";
 import { crc32, deflateRawSync } from "node:zlib";
 
 /** What the wheel's metadata says, read from pyproject.toml's `[project]` table. */
-export interface PythonProject {
+interface PythonProject {
   name: string;
   version: string;
   description: string;
@@ -23,7 +23,7 @@ export interface PythonProject {
  * The `[project]` table's fields the wheel needs. pyproject.toml is ours and written as plain
  * `key = "value"` and `key = [ "…", … ]` lines; a field of another shape fails here, loudly.
  */
-export function readPythonProject(pyproject: string): PythonProject {
+function readPythonProject(pyproject: string): PythonProject {
   const table = /^\[project\]\n([\s\S]*?)(?=^\[)/m.exec(pyproject)?.[1] ?? "";
   const text = (key: string) => {
     const value = new RegExp(`^${key} = "([^"]*)"$`, "m").exec(table)?.[1];
@@ -50,7 +50,7 @@ export function readPythonProject(pyproject: string): PythonProject {
 }
 
 /** The wheel's file name (PEP 427): pip takes a wheel by URL only under a name of this form. */
-export function wheelFileName(project: PythonProject): string {
+function wheelFileName(project: PythonProject): string {
   return `${project.name}-${project.version}-py3-none-any.whl`;
 }
 

@@ -8,21 +8,13 @@ import { COMMON_ERRORS, definePage, HttpError, type Page } from "@agentpass/http
  * the working folder: `npm run prepare` fills it in a checkout, in the test command and in the
  * image's build.
  */
-export const PACKAGES_DIST = join(
-  import.meta.dirname,
-  "..",
-  "..",
-  "..",
-  "..",
-  "..",
-  "packages-dist",
-);
+const PACKAGES_DIST = join(import.meta.dirname, "..", "..", "..", "..", "..", "packages-dist");
 
 /** The packages the service serves until they are on a registry. */
 export type DownloadName = "cli" | "verify" | "python";
 
 /** One package file as served: read once, at start. */
-export interface Download {
+interface Download {
   /** Where it is served: `/downloads/agentpass-cli.tgz`. */
   path: string;
   /** Its file name in packages-dist, with its version (the name a download is saved under). */
