@@ -118,9 +118,8 @@ export const PERSONAL_TABLES = {
 export const NOT_PERSONAL_TABLES = {
   sealing_keys: "the service's own keys that seal tokens",
   oauth_clients: "what a client registered about itself: no person",
-  // A sign-in budget's key is the email asked for: it counts requests, it records nothing
-  // about the person, and it is gone a day after its window.
-  rate_limits: "budget counters under `<budget>:<key>`, purged a day after their window (purge.ts)",
+  rate_limits:
+    "budget counters under `<budget>:<key>`, an address's under an HMAC of it, never the address",
   key_epoch: "one counter of the key change log",
   key_changes:
     "ids of changed rows only, kept an hour so every instance drops its cached reads (purge.ts)",
