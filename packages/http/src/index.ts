@@ -28,9 +28,9 @@ export {
   type EndpointRequest,
   type InputFailure,
   MAX_JSON_DEPTH,
-  type ParsedInput,
   type Method,
   type Page,
+  type ParsedInput,
   type RefusedRequest,
 } from "./endpoint.ts";
 export { isLocalDevelopment, isLoopbackUrl, readEnvironment, urlSetting } from "./env-check.ts";
