@@ -98,7 +98,8 @@ export async function migrateIdentityDatabase(config: Config): Promise<Migration
 /**
  * Opens the database (migrating it, unless `config.migrateOnStart` is false: then a database
  * that lacks a migration is refused), loads the sealing keys and builds the app. With
- * `announce`, the instance lists itself in `instances` until it closes: what `serve` does.
+ * `announce`, the instance lists itself in `instances` until it closes and purges expired rows:
+ * what `serve` does.
  */
 export async function openIdentityService(
   config: Config,
@@ -145,12 +146,16 @@ export async function openIdentityService(
     const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
       logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
     );
-    const purges = schedulePurges(
-      database,
-      clock,
-      (error) => logger.warn({ err: error }, "could not purge expired rows"),
-      config.retention,
-    );
+    // Serving instances purge (`announce`); a one-shot admin command deletes nothing it did not
+    // ask for, however long it runs (an export waits out the instances' usage writes).
+    const purges = options.announce
+      ? schedulePurges(
+          database,
+          clock,
+          (error) => logger.warn({ err: error }, "could not purge expired rows"),
+          config.retention,
+        )
+      : undefined;
     const metrics = createServiceMetrics({ token: config.metricsToken });
     addDatabaseMetrics(metrics, {
       pool: () => readPoolStats(database),
@@ -202,7 +207,7 @@ export async function openIdentityService(
           await instances.leave(self.id).catch(() => {});
         }
         await loopback.close();
-        await purges.stop();
+        await purges?.stop();
         await ctx.audit.flush().catch(() => {});
         await keyUsage.close().catch(() => {});
         await usage.close().catch(() => {});
