@@ -245,6 +245,35 @@ describe("graceful shutdown on SIGTERM", () => {
       await checkGracefulStop(service, slow, /^HTTP\/1\.1 401 /);
     });
 
+    it("with no load balancer and a client that keeps its connection busy, drains and exits 0", async () => {
+      const service = serve("apps/notes/src/bin.ts", {
+        DATA_DIR: tempDir(),
+        AGENTPASS_URL: identityUrl,
+        AGENTPASS_PARTNER_KEY: `apk_${"b".repeat(38)}`,
+        SHUTDOWN_DRAIN_MS: "200",
+      });
+      const url = await service.url;
+      // In flight when the listener closes: AgentPass takes a second to answer.
+      const notes = "GET /api/notes HTTP/1.1\r\nHost: x\r\nx-session-token: aps_whatever\r\n\r\n";
+      const client = keepBusy(url, notes, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+      try {
+        await pause(300);
+        service.child.kill("SIGTERM");
+        const answers = await client.closed;
+        assert.match(
+          answers,
+          /^HTTP\/1\.1 401 /,
+          `the request in flight is answered: ${service.log()}`,
+        );
+        assert.match(answers, /\r\nconnection: close\r\n/i, "and its connection closed after");
+        const { code } = await service.exited;
+        assert.equal(code, 0, service.log());
+        assert.doesNotMatch(service.log(), /forced exit/);
+      } finally {
+        client.destroy();
+      }
+    });
+
     it("/readyz answers 503 first, then it drains for SHUTDOWN_DRAIN_MS, then exits 0", async () => {
       await checkDrainingStop(
         serve("apps/notes/src/bin.ts", {
