@@ -41,8 +41,8 @@ export interface ServiceMetrics {
  * The series every service has, in a registry of its own: the process and Node runtime ones
  * prom-client collects by default (memory, CPU, event loop lag, GC); requests by method, route
  * template and status, with a histogram of their durations; 503s by code; the outcomes of the
- * endpoints that name one (verify, mint). Labels hold route templates and codes from the services' error
- * tables only, never a path or a value a client chose.
+ * endpoints that name one (verify, mint). Labels hold route templates and codes from the
+ * services' error tables only, never a path or a value a client chose.
  */
 export function createServiceMetrics(options: { token?: string | undefined } = {}): ServiceMetrics {
   const registry = new Registry();
