@@ -26,8 +26,8 @@ import {
 import type { Mailer } from "../infra/mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "../infra/rate-limit.ts";
 import { deviceEndpoints } from "./api/device.ts";
-import { deviceFlow } from "./api/oauth/device-flow.ts";
 import { directoryEndpoint } from "./api/directory.ts";
+import { deviceFlow } from "./api/oauth/device-flow.ts";
 import { oauthEndpoints } from "./api/oauth/index.ts";
 import { sessionTokensEndpoint } from "./api/session-tokens.ts";
 import { verifyEndpoint } from "./api/verify.ts";
