@@ -26,7 +26,7 @@ TEST_ENGINES=sqlite npm run --silent test:suites || failed+=("SQLite")
 mapfile -t on_engines < <(grep -rl --include="*.test.ts" "testEngines" \
   apps/*/test packages/*/test scripts/test | sort)
 echo "== the ${#on_engines[@]} suites that run on an engine, on PostgreSQL ($TEST_DATABASE_URL)"
-TEST_ENGINES=postgres node --test --test-concurrency=3 "${on_engines[@]}" || failed+=("PostgreSQL")
+TEST_ENGINES=postgres node --conditions=agentpass-source --test --test-concurrency=3 "${on_engines[@]}" || failed+=("PostgreSQL")
 
 echo "== the cluster: 3 identity and 2 notes processes behind haproxy, under faults"
 npm run --silent test:cluster || failed+=("cluster")
