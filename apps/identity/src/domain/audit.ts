@@ -147,10 +147,12 @@ export function createAuditTrail(store: AuditStore, logger: Logger, clock: Clock
       event.detail = { ...stored.detail, fromSeveralNetworks: true };
     }
     const open = byNetwork.get(network);
+    // The timer runs while any fold is open, so a fold nobody repeats is still dropped when its
+    // window ends: memory holds one window's refusals at most.
+    flushing ??= setInterval(() => void flush(), AUDIT_FOLD_FLUSH_MS).unref();
     if (open) {
       open.repeats += 1;
       open.lastAt = stored.at;
-      flushing ??= setInterval(() => void flush(), AUDIT_FOLD_FLUSH_MS).unref();
       return;
     }
     const id = insert(event);
