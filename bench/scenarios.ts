@@ -9,7 +9,7 @@ export const PEER = "oidc-provider introspection (peer)";
 export const SEARCH = "notes-search";
 
 /** What the scenarios send: keys made for the run, and tokens minted for this round. */
-export interface ScenarioSecrets {
+interface ScenarioSecrets {
   /** A token of the bench's user, and one of the writer (whose notes the creates are). */
   token: string;
   writerToken: string;

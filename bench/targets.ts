@@ -5,7 +5,7 @@ type Row = Measurement & { name: string; ratio?: number | undefined };
 /** The database a run's services use: it decides which figures are floors. */
 export type BenchEngine = "sqlite" | "postgres";
 
-export interface TargetVerdict {
+interface TargetVerdict {
   /** The floor ("verify ≥ 3 × oidc-provider introspection"), or the figure recorded. */
   target: string;
   /** A floor on this run's engine, or a figure only recorded (see `judgeTargets`). */

@@ -15,11 +15,11 @@ import { buildWheel } from "./python-wheel.ts";
 const root = resolve(import.meta.dirname, "..");
 
 /** The folders under packages/ that are published to npm. */
-export const PUBLISHED_PACKAGES = ["verify", "cli"] as const;
-export type PublishedPackage = (typeof PUBLISHED_PACKAGES)[number];
+const PUBLISHED_PACKAGES = ["verify", "cli"] as const;
+type PublishedPackage = (typeof PUBLISHED_PACKAGES)[number];
 
 /** Builds packages/<name> (its dist, JS and declarations), as a publish ships it. */
-export function buildPackage(name: PublishedPackage): void {
+function buildPackage(name: PublishedPackage): void {
   const run = spawnSync("npm", ["run", "build"], {
     cwd: join(root, "packages", name),
     encoding: "utf8",
@@ -30,7 +30,7 @@ export function buildPackage(name: PublishedPackage): void {
 }
 
 /** Packs the built packages/<name> into `destination`; returns the tarball's path. */
-export function packPackage(name: PublishedPackage, destination: string): string {
+function packPackage(name: PublishedPackage, destination: string): string {
   const [packed] = JSON.parse(
     execFileSync("npm", ["pack", "--json", "--pack-destination", destination], {
       cwd: join(root, "packages", name),
@@ -43,14 +43,14 @@ export function packPackage(name: PublishedPackage, destination: string): string
 }
 
 /** The package.json a tarball holds: what the registry would publish as the package's metadata. */
-export function readPackedManifest(tarball: string): Record<string, unknown> {
+function readPackedManifest(tarball: string): Record<string, unknown> {
   return JSON.parse(
     execFileSync("tar", ["-xzOf", tarball, "package/package.json"], { encoding: "utf8" }),
   ) as Record<string, unknown>;
 }
 
 /** What `npm publish --dry-run` says it would publish of the built packages/<name>. */
-export interface PublishDryRun {
+interface PublishDryRun {
   /** The exit status: 0 when npm would publish. */
   status: number;
   /** The name and version npm would publish. */
@@ -62,7 +62,7 @@ export interface PublishDryRun {
 }
 
 /** Runs `npm publish --dry-run --json` for packages/<name>: nothing reaches the registry. */
-export function publishDryRun(name: PublishedPackage): PublishDryRun {
+function publishDryRun(name: PublishedPackage): PublishDryRun {
   const run = spawnSync("npm", ["publish", "--dry-run", "--json"], {
     cwd: join(root, "packages", name),
     encoding: "utf8",

@@ -88,7 +88,7 @@ export function createNote(notesUrl: string, sessionToken: string, title: string
 }
 
 /** `GET /api/notes`, one page. */
-export function listNotes(notesUrl: string, sessionToken: string, offset = 0) {
+function listNotes(notesUrl: string, sessionToken: string, offset = 0) {
   return call(`${notesUrl}/api/notes?limit=500&offset=${offset}`, {
     headers: { "x-session-token": sessionToken },
   });

@@ -7,7 +7,7 @@ import { countServers, countStatuses, startLoad } from "./load.ts";
 import { sleep } from "./observe.ts";
 
 /** One service of the cluster: its instances and its haproxy frontend. */
-export interface BalancedMembers {
+interface BalancedMembers {
   members: Member[];
   frontend: string;
 }

@@ -7,7 +7,7 @@ import { join } from "node:path";
 const HAPROXY = process.env.HAPROXY_PATH ?? "/usr/sbin/haproxy";
 
 /** A frontend on `port` balancing round-robin over `servers` (loopback ports). */
-export interface BalancedService {
+interface BalancedService {
   name: string;
   port: number;
   servers: { name: string; port: number }[];

@@ -13,7 +13,7 @@ import { loadNotesConfig } from "../../apps/notes/src/config.ts";
 import { openNotesService } from "../../apps/notes/src/service.ts";
 
 /** The user keys the cluster test spends, one per purpose, so no test eats another's budget. */
-export const USER_KEYS = [
+const USER_KEYS = [
   "steady",
   "revokedUnderLoad",
   "sharedLimit",
@@ -23,7 +23,7 @@ export const USER_KEYS = [
   "notes",
 ] as const;
 
-export interface SeededKey {
+interface SeededKey {
   id: string;
   key: string;
 }

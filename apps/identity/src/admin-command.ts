@@ -28,7 +28,7 @@ export class UsageError extends Error {}
 export class CommandError extends Error {}
 
 /** The options `agentpass-server` parses, as the admin commands read them. */
-export interface AdminValues {
+interface AdminValues {
   json?: boolean | undefined;
   name?: string | undefined;
   owner?: string | undefined;

@@ -7,9 +7,9 @@ import type { KeyKind } from "./domain/keys.ts";
 import type { AuditFilter, StoredAuditEvent } from "./store/audit-store.ts";
 
 /** The most events `audit` prints (`--limit`; 100 unset, `DEFAULT_LIMIT`). */
-export const AUDIT_MAX_LIMIT = 10_000;
+const AUDIT_MAX_LIMIT = 10_000;
 
-export interface AuditCommandOptions {
+interface AuditCommandOptions {
   account?: string | undefined;
   action?: string | undefined;
   since?: string | undefined;

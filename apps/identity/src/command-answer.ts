@@ -2,9 +2,9 @@
 export type CommandAnswer = { ok: true; output: string } | { ok: false; error: string };
 
 /** Rows a listing prints unless `--limit` says otherwise (`audit`, `accounts`, `partners`). */
-export const DEFAULT_LIMIT = 100;
+const DEFAULT_LIMIT = 100;
 /** The most rows `accounts list` and `partners list` print. */
-export const LIST_MAX_LIMIT = 100_000;
+const LIST_MAX_LIMIT = 100_000;
 
 /** `--limit`: a whole number from 1 to `max` (`DEFAULT_LIMIT` unset), or the message saying so. */
 export function parseLimit(text: string | undefined, max = LIST_MAX_LIMIT): number | string {

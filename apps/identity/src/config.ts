@@ -162,7 +162,7 @@ function toTokenKey(pair: string): TokenKey {
 }
 
 /** A sealing key given in TOKEN_KEYS. */
-export interface TokenKey {
+interface TokenKey {
   /** 8 hex characters. */
   id: string;
   /** 32 bytes. */
@@ -233,7 +233,7 @@ function smtpRequired(publicUrl: string, host: string | readonly string[] | unde
   return `Invalid SMTP_URL: required unless in development (listening on loopback only, PUBLIC_URL http on a loopback host): ${why}`;
 }
 
-export type ConfigResult =
+type ConfigResult =
   | {
       ok: true;
       config: Config;

@@ -71,7 +71,7 @@ export interface IdentityService {
 }
 
 /** How often a serving instance announces itself, and how long it counts as running after. */
-export const INSTANCE_ANNOUNCE_MS = 30_000;
+const INSTANCE_ANNOUNCE_MS = 30_000;
 export const INSTANCE_SEEN_MS = 3 * INSTANCE_ANNOUNCE_MS;
 
 /** The identity database of `config`, not yet migrated. */
@@ -242,7 +242,7 @@ function openRateLimitStore(
  * under a key derived from it (its own label). It tells no more about the secret than the
  * wrapped sealing keys beside it in the database do.
  */
-export function secretCheckOf(secret: string | Buffer): string {
+function secretCheckOf(secret: string | Buffer): string {
   return keyedHash(deriveServiceKey(secret, "agentpass secret check v1"), "agentpass").slice(0, 16);
 }
 

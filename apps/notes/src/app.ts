@@ -28,7 +28,7 @@ import {
 import { answerOfRefusal } from "./routes/refusals.ts";
 import { tagEndpoints } from "./routes/tags.ts";
 
-export const AUTHENTICATION = {
+const AUTHENTICATION = {
   header: "x-session-token",
   example: 'curl -H "x-session-token: $(agentpass token)" <base_url>/api/notes',
   description:

@@ -124,7 +124,7 @@ export interface NotesConfig extends DatabaseSettings {
 /** The settings that may be given as `<NAME>_FILE`: secrets, and a URL that may carry a password. */
 const SECRET_VARIABLES = ["AGENTPASS_PARTNER_KEY", "DATABASE_URL", "METRICS_TOKEN"];
 
-export type NotesConfigResult =
+type NotesConfigResult =
   | {
       ok: true;
       config: NotesConfig;

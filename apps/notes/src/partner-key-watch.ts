@@ -4,7 +4,7 @@ import type { Verifier } from "@agentpass/verify";
 const KEY_JUDGED = "session_token_invalid";
 
 /** A verifier that also remembers whether AgentPass refused our partner key on its last answer. */
-export interface WatchedVerifier {
+interface WatchedVerifier {
   verifier: Verifier;
   /**
    * The code AgentPass refused the partner key with (`partner_key_revoked`, …), from the last

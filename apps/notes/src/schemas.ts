@@ -105,13 +105,13 @@ export const TagInput = z.object({
   name: trimmedText(1, 100).describe("1 to 100 characters after trimming, unique ignoring case"),
 });
 
-export const TagSchema = z.object({
+const TagSchema = z.object({
   id: z.uuid(),
   name: z.string(),
   createdAt: z.iso.datetime(),
 });
 
-export const NoteSchema = z.object({
+const NoteSchema = z.object({
   id: z.uuid(),
   title: z.string(),
   content: JsonDocument,

@@ -42,7 +42,7 @@ const WITHOUT_PARTNER_KEY: Verifier = {
 };
 
 /** The session token of the start's readiness probe: well formed, and opens nothing. */
-export const READINESS_PROBE_TOKEN = "aps_readiness-probe";
+const READINESS_PROBE_TOKEN = "aps_readiness-probe";
 
 export interface NotesService {
   /** Answers every request. */

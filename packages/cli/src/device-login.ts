@@ -7,7 +7,7 @@ import { printable } from "./terminal-text.ts";
 
 const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
 
-export interface DeviceLoginOptions {
+interface DeviceLoginOptions {
   url: string;
   /** Where the instructions go (stderr: stdout stays clean for scripts). */
   tell: (line: string) => void;

@@ -18,7 +18,7 @@ export function chooseServerUrl(given: string | undefined, savedUrls: string[]):
 }
 
 /** `value` as an http(s) origin and path without a trailing slash: the key of saved logins. */
-export function normalizeServerUrl(value: string): string {
+function normalizeServerUrl(value: string): string {
   let url: URL;
   try {
     url = new URL(value);

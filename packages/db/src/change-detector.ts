@@ -4,7 +4,7 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
  * This process's writes, counted by `write` (open-database.ts) when each starts and again when
  * it ends, so a check made while a write runs sees a change, and so does the check after it.
  */
-export interface LocalWrites {
+interface LocalWrites {
   readonly count: number;
 }
 

@@ -135,7 +135,7 @@ export interface OpenedDatabase<T> {
 }
 
 /** How long a request may wait on PostgreSQL, for a connection or for one statement. */
-export const DEFAULT_DEADLINE_MS = 2000;
+const DEFAULT_DEADLINE_MS = 2000;
 /**
  * The client-side backstop past the server's `statement_timeout`: a server that answers cancels
  * the statement itself and keeps the connection; one that does not answer at all (stopped, or a

@@ -32,7 +32,7 @@ export type ReaderReply =
 export const READY = "ready";
 
 /** What a read may ask of the pool. */
-export interface ReadOptions {
+interface ReadOptions {
   /**
    * How long the read's statement may run, in ms, from when its thread starts it (time waiting
    * for a thread does not count). Past it the read fails with the code `READ_TIMEOUT_CODE`.
@@ -69,7 +69,7 @@ export const DEADLINE_FUNCTION = "within_deadline";
  * statement checking `within_deadline()` on every row to reach its next row and stop itself,
  * keeping its thread and that thread's page cache.
  */
-export const GIVE_UP_AFTER_MS = 100;
+const GIVE_UP_AFTER_MS = 100;
 
 /** The error of a read stopped at its deadline of `timeoutMs`. */
 export function readTimeoutError(timeoutMs: number): Error {

@@ -5,7 +5,7 @@ import type { EndpointRequest } from "./endpoint.ts";
 import { type JsonBody, readIncomingJson, readIncomingText } from "./read-body.ts";
 
 /** What a request needs of the service to read itself, and what the router named it. */
-export interface RequestLimits {
+interface RequestLimits {
   trustProxy: TrustProxy;
   /** Bodies over this are refused with 413 before they are read. */
   maxBodyBytes: number;

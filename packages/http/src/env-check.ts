@@ -3,7 +3,7 @@ import { getSystemErrorMessage } from "node:util";
 import { z } from "zod";
 
 /** A service's configuration as read from its environment, or why it cannot start. */
-export type ReadEnvironment<Values> =
+type ReadEnvironment<Values> =
   | {
       ok: true;
       values: Values;
@@ -181,7 +181,7 @@ export function isLoopbackUrl(publicUrl: string): boolean {
  * machine only: each is a loopback address (127.0.0.0/8, `::1`, `::ffff:127.x.x.x`) or
  * `localhost`. `0.0.0.0`, `::` and any other address answer the network.
  */
-export function listensOnLoopbackOnly(host: string | readonly string[] | undefined): boolean {
+function listensOnLoopbackOnly(host: string | readonly string[] | undefined): boolean {
   const hosts = typeof host === "string" ? [host] : (host ?? []);
   return hosts.length > 0 && hosts.every(isLoopbackAddress);
 }

@@ -52,7 +52,7 @@ const UNAVAILABLE = {
 export const SESSION_TOKEN_HEADER = "x-session-token";
 
 /** Seconds a client should wait before retrying when AgentPass is unavailable. */
-export const RETRY_AFTER_SECONDS = 5;
+const RETRY_AFTER_SECONDS = 5;
 
 /**
  * The challenge naming the `x-session-token` header. A 401 or 400 of the middlewares sends it
@@ -77,7 +77,7 @@ export function failureHeaders(
 }
 
 /** Reads a request header by its lowercase name. */
-export type HeaderReader = (name: string) => string | null | undefined;
+type HeaderReader = (name: string) => string | null | undefined;
 
 /**
  * Authenticates a request (a Fetch `Request`, or the token itself): the session token in

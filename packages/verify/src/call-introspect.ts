@@ -45,7 +45,7 @@ const INACTIVE = {
   code: TOKEN_INACTIVE,
 } as const;
 
-export interface IntrospectCall extends ServiceCall {
+interface IntrospectCall extends ServiceCall {
   token: string;
 }
 

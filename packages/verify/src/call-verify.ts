@@ -1,7 +1,7 @@
 import { postToAgentPass, type ServiceCall } from "./post-to-agentpass.ts";
 import { LOCAL_CODES, NETWORK_ERROR, TOKEN_EXPIRES_HEADER, type VerifyResult } from "./result.ts";
 
-export interface CallOptions extends ServiceCall {
+interface CallOptions extends ServiceCall {
   sessionToken: string;
 }
 

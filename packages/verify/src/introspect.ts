@@ -22,7 +22,7 @@ export const MISSING_TOKEN = {
 } as const;
 
 /** `<apiUrl>/oauth/introspect`, or why there is none. */
-export function introspectEndpoint(apiUrl: unknown): string | SetupFailure {
+function introspectEndpoint(apiUrl: unknown): string | SetupFailure {
   return serviceEndpoint(apiUrl, "/oauth/introspect");
 }
 

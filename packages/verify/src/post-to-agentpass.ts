@@ -1,5 +1,5 @@
 /** An answer of AgentPass: its status, its headers, and its body if that is a JSON object. */
-export interface ServiceAnswer {
+interface ServiceAnswer {
   status: number;
   headers: Headers;
   body: Record<string, unknown> | null;

@@ -55,7 +55,7 @@ export function verify(
 }
 
 /** `<apiUrl>/api/verify`, or why there is none. */
-export function verifyEndpoint(apiUrl: unknown): string | SetupFailure {
+function verifyEndpoint(apiUrl: unknown): string | SetupFailure {
   return serviceEndpoint(apiUrl, "/api/verify");
 }
 

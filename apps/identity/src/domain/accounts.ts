@@ -2,7 +2,7 @@ import { canonicalizeEmail } from "@agentpass/verify";
 import type { Needs } from "../context.ts";
 import type { Account } from "../store/store.ts";
 
-export type AccountResult =
+type AccountResult =
   | { ok: true; account: Account }
   | { ok: false; code: "INVALID_EMAIL"; reason: string }
   | { ok: false; code: "ACCOUNT_EXISTS" | "ACCOUNT_NOT_FOUND" };
@@ -38,7 +38,7 @@ export async function deleteAccount(ctx: Needs<"store">, accountId: string): Pro
 }
 
 /** A partner that learned an account's email by verifying one of its tokens. */
-export interface EmailSeenBy {
+interface EmailSeenBy {
   partnerId: string;
   name: string;
   website: string | null;

@@ -40,14 +40,14 @@ export type AuditAction =
   | "sealing_key.rewrap";
 
 /** `locked_out`: the failure that used up a sign-in code's tries. */
-export type AuditOutcome = "success" | "failure" | "locked_out";
+type AuditOutcome = "success" | "failure" | "locked_out";
 
 /**
  * Who acted: a signed-in person, an OAuth client (by its client id: whoever holds its code or
  * token), the operator through `agentpass-server` (by the operator name it was given), or the
  * service.
  */
-export type AuditActor =
+type AuditActor =
   | { kind: "account"; id: string }
   | { kind: "client"; id: string }
   | { kind: "admin"; id: string }
@@ -75,7 +75,7 @@ export interface AuditEvent {
 }
 
 /** A user agent is kept to this many characters: enough to name a browser. */
-export const MAX_USER_AGENT_LENGTH = 200;
+const MAX_USER_AGENT_LENGTH = 200;
 
 /** Repeats of a refusal within this long of its first occurrence fold into its row. */
 export const AUDIT_FOLD_WINDOW_MS = 15 * 60_000;

@@ -4,13 +4,13 @@ import { isId } from "./ids.ts";
 import { displayPrefixOf, generateKey, hashKey, type KeyKind } from "./keys.ts";
 
 const TABLES: Record<KeyKind, KeyTableName> = { user: "user_keys", partner: "partner_keys" };
-export const MAX_KEY_NAME_LENGTH = 100;
+const MAX_KEY_NAME_LENGTH = 100;
 
-export type IssueKeyResult =
+type IssueKeyResult =
   | { ok: true; record: KeyRecord; key: string }
   | { ok: false; code: "INVALID_NAME" };
 
-export type RenameKeyResult =
+type RenameKeyResult =
   | { ok: true; name: string }
   | { ok: false; code: "INVALID_NAME" | "KEY_NOT_FOUND" };
 

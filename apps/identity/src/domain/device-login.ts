@@ -3,8 +3,8 @@ import { keyedHash, randomSecret, randomString, sha256 } from "../infra/crypto.t
 import { createGrant } from "./grants.ts";
 
 /** RFC 8628 device authorization: the CLI shows a code, the person approves it in a browser. */
-export const DEVICE_CODE_LIFETIME_S = 600;
-export const POLL_INTERVAL_S = 5;
+const DEVICE_CODE_LIFETIME_S = 600;
+const POLL_INTERVAL_S = 5;
 // No vowels or look-alikes: codes are read aloud and typed (RFC 8628 section 6.1).
 const USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ";
 
@@ -155,7 +155,7 @@ export const POLL_ERROR_DESCRIPTIONS: Record<PollError, string> = {
 
 type PollError = Extract<PollResult, { ok: false }>["error"];
 
-export type PollResult =
+type PollResult =
   | {
       ok: true;
       userKey: string;

@@ -32,9 +32,9 @@ import { sealFor } from "./session-tokens.ts";
  * successor is not rotated again: clients that refresh once per concurrent 401 (the MCP
  * TypeScript SDK) present the old and the new token several times at once. Okta's default.
  */
-export const REFRESH_GRACE_MS = 30_000;
+const REFRESH_GRACE_MS = 30_000;
 
-export interface GrantClient {
+interface GrantClient {
   id: string;
   name: string;
   /** Whether the name is vouched for (`isVouchedClientId`), not only the client's own word. */
@@ -49,7 +49,7 @@ export interface GrantSummary {
   clientName: string;
 }
 
-export interface NewGrantRequest {
+interface NewGrantRequest {
   accountId: string;
   client: GrantClient;
   audience: string | null;
@@ -88,7 +88,7 @@ export async function createGrant(
   return { id, refreshToken };
 }
 
-export type RefreshError =
+type RefreshError =
   | "invalid_grant"
   | "invalid_target"
   | "rate_limited"
@@ -96,7 +96,7 @@ export type RefreshError =
   | "revoked"
   | "wrong_client";
 
-export type RefreshResult =
+type RefreshResult =
   | {
       ok: true;
       accessToken: string;
@@ -113,7 +113,7 @@ export type RefreshResult =
       revokedGrant?: GrantSummary;
     };
 
-export interface RefreshLimits {
+interface RefreshLimits {
   /** Refreshes per grant (and mints per key, for a user key presented as a refresh token). */
   perGrant: RateLimiter;
   /** Refreshes per account, all its grants together. */
@@ -233,7 +233,7 @@ export type RevokedCredential =
   /** A user key made by hand, which no client was given, presented as a refresh token. */
   | { kind: "user_key"; id: string; accountId: string; name: string };
 
-export type TokenRevocation =
+type TokenRevocation =
   | { ok: true; revoked: RevokedCredential }
   /**
    * "unknown": no working grant or key has this token (RFC 7009 answers 200 all the same);

@@ -185,7 +185,7 @@ export type TokenResult =
  * A code's redemption: the tokens and the grant they belong to, or a refusal and, when the code
  * was replayed, the grant the replay revoked (for the audit log; never a token).
  */
-export type CodeRedemption =
+type CodeRedemption =
   | (Extract<TokenResult, { ok: true }> & { grant: GrantSummary })
   | (Extract<TokenResult, { ok: false }> & { revokedGrant?: GrantSummary });
 

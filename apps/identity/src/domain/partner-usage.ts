@@ -9,7 +9,7 @@ export interface UsageCount {
   count: number;
 }
 
-export interface PartnerUsage {
+interface PartnerUsage {
   /** The UTC days covered, oldest first, ending today. */
   days: string[];
   counts: UsageCount[];

@@ -12,7 +12,7 @@ export interface PartnerFields {
   listed?: boolean | undefined;
 }
 
-export type PartnerResult =
+type PartnerResult =
   | { ok: true; partner: Partner }
   | { ok: false; code: "INVALID_PARTNER"; reason: string };
 
@@ -85,7 +85,7 @@ export async function deletePartner(
 }
 
 /** Where a partner publishes its site token, on its website's origin. */
-export const SITE_VERIFICATION_PATH = "/.well-known/agentpass-verification.txt";
+const SITE_VERIFICATION_PATH = "/.well-known/agentpass-verification.txt";
 
 /** Fetches a document by URL under the service's fetch policy (`fetchPublicDocument`). */
 export type FetchDocument = (url: URL) => Promise<FetchResult>;
@@ -262,7 +262,7 @@ const LOOK_ALIKES: Record<string, string> = {
  * become plain ones), lower case, letters and digits only, look-alike characters and pairs
  * ("rn" for "m", "vv" for "w") as one. "G1tHub", "Git Hub" and "GitHub" are all "glthub".
  */
-export function nameSkeleton(name: string): string {
+function nameSkeleton(name: string): string {
   const folded = name
     .normalize("NFKC")
     .toLowerCase()

@@ -72,9 +72,7 @@ export interface SealingKeyInfo {
  * KEYS_FROM_ENV: the keys come from TOKEN_KEYS, not the database. KEYS_CHANGED: another process
  * changed the keys (or their secret) since this one read them; nothing was written.
  */
-export type KeyChange<T> =
-  | ({ ok: true } & T)
-  | { ok: false; code: "KEYS_FROM_ENV" | "KEYS_CHANGED" };
+type KeyChange<T> = ({ ok: true } & T) | { ok: false; code: "KEYS_FROM_ENV" | "KEYS_CHANGED" };
 
 const MAX_OPENED = 10_000;
 const SECRET_FILE_NAME = "identity.secret";

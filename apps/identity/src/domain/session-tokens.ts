@@ -4,7 +4,7 @@ import { CLOCK_SKEW_MS, type SessionClaims, sealSessionToken } from "../infra/se
 import type { TokenOwner } from "../store/store.ts";
 import { hashKey, isWellFormedKey } from "./keys.ts";
 
-export type MintResult =
+type MintResult =
   | { ok: true; sessionToken: string; expiresAt: number; limit: RateLimitResult }
   | { ok: false; code: "RATE_LIMITED"; limit: RateLimitResult }
   | { ok: false; code: "INVALID_USER_KEY" | "REVOKED_USER_KEY" | "INVALID_AUDIENCE" };
@@ -14,7 +14,7 @@ export type MintResult =
  * `malformed` when the request named something that is not a partner id: refused, but only once
  * the key is judged, so a caller without a working key learns nothing about partners.
  */
-export type RequestedAudience = { partnerId: string | null } | "malformed";
+type RequestedAudience = { partnerId: string | null } | "malformed";
 
 /**
  * Trades a user key for a session token, optionally bound to one partner (`audience`). Each
@@ -69,7 +69,7 @@ export function sealFor(
   return { sessionToken, issuedAt, expiresAt };
 }
 
-export type VerifyResult =
+type VerifyResult =
   | { ok: true; email: string; expiresAt: number; partnerId: string }
   | { ok: false; code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" }
   | { ok: false; code: "INVALID_SESSION_TOKEN"; partnerKeyId: string };
@@ -95,7 +95,7 @@ export async function verifySessionToken(
   };
 }
 
-export type IntrospectionResult =
+type IntrospectionResult =
   | { ok: false; code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" }
   | { ok: true; active: false }
   | {

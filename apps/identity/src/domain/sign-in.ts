@@ -6,8 +6,8 @@ import type { Mailer } from "../infra/mailer.ts";
 import type { RateLimiter } from "../infra/rate-limit.ts";
 import type { Account } from "../store/store.ts";
 
-export const CODE_LIFETIME_MS = 10 * 60 * 1000;
-export const MAX_CODE_ATTEMPTS = 5;
+const CODE_LIFETIME_MS = 10 * 60 * 1000;
+const MAX_CODE_ATTEMPTS = 5;
 /** Digits of the code mailed while an address's budget of 6-digit codes is spent. */
 export const LONG_CODE_DIGITS = 16;
 
@@ -31,9 +31,9 @@ export interface SignInDeps {
 }
 
 /** A browser that signed in with an address is remembered for it this long. */
-export const REMEMBERED_BROWSER_MS = 400 * 24 * 60 * 60 * 1000;
+const REMEMBERED_BROWSER_MS = 400 * 24 * 60 * 60 * 1000;
 
-export type RequestCodeResult =
+type RequestCodeResult =
   | { ok: true }
   | { ok: false; code: "INVALID_EMAIL"; reason: string }
   | { ok: false; code: "RATE_LIMITED"; retryAfterSeconds: number }

@@ -2,7 +2,7 @@ import type { Needs } from "../context.ts";
 import { randomSecret, sha256 } from "../infra/crypto.ts";
 
 /** A browser session ends after a day without use, and after 30 days whatever happens. */
-export const SESSION_IDLE_MS = 24 * 60 * 60 * 1000;
+const SESSION_IDLE_MS = 24 * 60 * 60 * 1000;
 export const SESSION_MAX_MS = 30 * 24 * 60 * 60 * 1000;
 const TOUCH_EVERY_MS = 5 * 60 * 1000;
 

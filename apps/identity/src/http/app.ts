@@ -51,9 +51,9 @@ import { installCommands } from "./web/install-commands.ts";
  * instance's secret does not unwrap (made by an instance under another secret), so the tokens
  * it seals fail here.
  */
-export type NotReadyReason = "shutting_down" | "sealing_key_unwrap_failed";
+type NotReadyReason = "shutting_down" | "sealing_key_unwrap_failed";
 
-export interface AppOptions {
+interface AppOptions {
   ctx: IdentityContext;
   /** Why `/readyz` fails though the database answers (a draining server); unset: never. */
   notReady?: () => NotReadyReason | null;

@@ -7,7 +7,7 @@ import pino, { type DestinationStream, type Logger } from "pino";
  * line, the access log's line per request included, for fields no call site logs. So a call that
  * logs something which could hold a secret logs it under one of these names (`err` for errors).
  */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   "req.headers.authorization",
   "sessionToken",
   "key",

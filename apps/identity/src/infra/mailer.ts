@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import type nodemailer from "nodemailer";
 import type { Logger } from "pino";
 
-export interface Mail {
+interface Mail {
   to: string;
   subject: string;
   text: string;

@@ -27,7 +27,7 @@ export interface RateLimiter {
 }
 
 /** One counted hit: the count so far in the current window, and the milliseconds left in it. */
-export interface RateLimitHit {
+interface RateLimitHit {
   count: number;
   resetMs: number;
 }

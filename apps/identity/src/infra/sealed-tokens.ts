@@ -48,7 +48,7 @@ export interface SessionClaims {
   audience: string | null;
 }
 
-export const SESSION_TOKEN_PREFIX = "aps_";
+const SESSION_TOKEN_PREFIX = "aps_";
 const VERSION = 1;
 const HEADER_LENGTH = 1 + 4;
 const SALT_LENGTH = 32;

@@ -2,7 +2,7 @@ import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
 /** A serving instance as it last announced itself. */
-export interface RunningInstance {
+interface RunningInstance {
   id: string;
   /** `secretCheck` of the secret it runs under: equal checks, equal secrets. */
   secretCheck: string;

@@ -6,7 +6,7 @@ import type { IdentityDatabase } from "./schema.ts";
  * Changes listed by one check at most: past this many since the previous check, the caches are
  * emptied rather than read change by change (a bulk import, an instance idle for long).
  */
-export const MAX_LISTED_CHANGES = 1000;
+const MAX_LISTED_CHANGES = 1000;
 
 /** How long the change log keeps a change: an instance further behind empties its caches. */
 export const KEY_CHANGE_RETENTION_MS = 60 * 60 * 1000;

@@ -1,17 +1,17 @@
 import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import type { IdentityDatabase } from "./schema.ts";
 
-export interface RegisteredClient {
+interface RegisteredClient {
   clientId: string;
   clientName: string;
   redirectUris: string[];
   createdAt: number;
 }
 
-export type AuthorizationCode = IdentityDatabase["oauth_codes"];
+type AuthorizationCode = IdentityDatabase["oauth_codes"];
 
 /** What a new grant is made of: its anchor key row and what the person is shown. */
-export interface NewGrant {
+interface NewGrant {
   id: string;
   accountId: string;
   clientId: string;

@@ -12,7 +12,7 @@ const RATE_LIMIT_RETENTION_MS = 24 * 60 * 60 * 1000;
 export const UNUSED_CLIENT_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
 /** A table whose rows expire: see `EXPIRING`. */
-export interface ExpiringTable {
+interface ExpiringTable {
   table: string;
   /** When a row ends, less `keptMs`; indexed (with `unlessSet`, by a partial index). */
   column: string;
@@ -32,7 +32,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * partners that learned their email (after the partner last verified), and revoked keys (their
  * grants go with them).
  */
-export const expiringTables = (retention: Retention): readonly ExpiringTable[] => [
+const expiringTables = (retention: Retention): readonly ExpiringTable[] => [
   { table: "sign_in_codes", column: "expires_at", keptMs: 0 },
   { table: "device_codes", column: "expires_at", keptMs: 0 },
   { table: "web_sessions", column: "expires_at", keptMs: 0 },
@@ -125,13 +125,13 @@ export async function purgeExpired(
  * its successor was made (+ clock skew), and those expire 5 minutes later, so after that it
  * opens nothing. The newest key is never among them. A few rows: no batches, no index.
  */
-export function purgeRetiredSealingKeys(before: number) {
+function purgeRetiredSealingKeys(before: number) {
   return sql`DELETE FROM sealing_keys WHERE EXISTS (SELECT 1 FROM sealing_keys newer
     WHERE newer.created_at > sealing_keys.created_at AND newer.created_at < ${before})`;
 }
 
 /** How often each instance purges. Several instances purging at once only share the work. */
-export const PURGE_INTERVAL_MS = 10 * 60 * 1000;
+const PURGE_INTERVAL_MS = 10 * 60 * 1000;
 
 /**
  * Runs `purgeExpired` off the request path: soon after start, then every `PURGE_INTERVAL_MS`,

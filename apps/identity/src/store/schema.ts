@@ -207,7 +207,7 @@ export interface IdentityDatabase {
  * The serving instances (migration 0015, `store/instance-store.ts`), each with a check value of
  * its secret (`secretCheck`), never the secret; a row not seen for a day is purged.
  */
-export interface InstancesTable {
+interface InstancesTable {
   id: string;
   secret_check: string;
   started_at: number;

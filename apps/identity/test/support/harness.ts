@@ -98,7 +98,3 @@ export async function openTestIdentity(
 }
 
 export type TestIdentity = Awaited<ReturnType<typeof openTestIdentity>>;
-
-export async function bodyOf(response: Response): Promise<unknown> {
-  return response.json();
-}

@@ -15,11 +15,11 @@ import { AUTH_ERRORS, ERRORS } from "../errors.ts";
 import type { Authenticate } from "../routes/authenticate.ts";
 import { createNotesMcpServer } from "./server.ts";
 
-export const MCP_PATH = "/mcp";
+const MCP_PATH = "/mcp";
 
 const ORIGIN_REFUSED = new HttpError(ERRORS.origin_not_allowed);
 /** The security of `/mcp`: an OAuth access token from AgentPass bound to it (app.ts declares it). */
-export const MCP_SECURITY: Record<string, string[]>[] = [{ boundToken: [] }];
+const MCP_SECURITY: Record<string, string[]>[] = [{ boundToken: [] }];
 
 // JSON-RPC 2.0 as MCP carries it: the document names the envelope, the MCP specification the rest.
 const JsonRpcId = z.union([z.string(), z.number(), z.null()]);

@@ -10,7 +10,7 @@ const RESOURCE_NOT_FOUND = -32002;
 const NEWEST = NoteListQuery.parse({});
 
 /** The URI of a note as a resource. */
-export function noteUri(id: string): string {
+function noteUri(id: string): string {
   return `note://${id}`;
 }
 

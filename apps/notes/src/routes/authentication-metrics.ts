@@ -4,7 +4,7 @@ import { Counter, type Registry } from "prom-client";
 export type AuthenticationKind = "verify" | "introspect";
 
 /** Why AgentPass could not vouch for a token, as the notes API's 503s are counted. */
-export type IdentityFailure = "identity_unreachable" | "partner_key_refused" | "identity_error";
+type IdentityFailure = "identity_unreachable" | "partner_key_refused" | "identity_error";
 
 /** What authentication tells the metrics: each outcome, and why an answer was 503. */
 export interface AuthenticationCounts {

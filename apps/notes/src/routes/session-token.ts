@@ -2,7 +2,7 @@ import { type ApiCall, readBearer } from "@agentpass/http";
 import { SESSION_TOKEN_CHALLENGE, SESSION_TOKEN_HEADER } from "@agentpass/verify";
 
 /** The session token a request carries, if any, and whether it carries two that differ. */
-export type SentToken = { kind: "none" } | { kind: "token"; token: string } | { kind: "conflict" };
+type SentToken = { kind: "none" } | { kind: "token"; token: string } | { kind: "conflict" };
 
 const NONE: SentToken = { kind: "none" };
 const CONFLICT: SentToken = { kind: "conflict" };

@@ -31,7 +31,7 @@ export type RefusalCode = "NOTE_LIMIT" | "TEXT_LIMIT" | "SEARCH_TIMEOUT";
  * stable `code` and the `limit` it met, for the app to answer (routes/refusals.ts). Thrown rather
  * than returned so the store's methods keep the results their callers already read.
  */
-export interface Refusal extends Error {
+interface Refusal extends Error {
   code: RefusalCode;
   /** The limit met: notes, bytes, or ms. */
   limit: number;

@@ -62,7 +62,7 @@ export function decodeNote(row: NoteRow, tags: Tag[]): Note {
  * A note as a list reads it (`listedNoteColumns`): its own columns and its tags, as the JSON text
  * of an array of `TagRow`s in tag order, or null for none.
  */
-export interface ListedNoteRow extends NoteRow {
+interface ListedNoteRow extends NoteRow {
   tags: string | null;
 }
 

@@ -11,7 +11,7 @@ import { refusal } from "./limits.ts";
  * Reads the rows of one search statement (objects of their columns by name) within its budget;
  * past it, throws `SEARCH_TIMEOUT`.
  */
-export type SearchReader = RowsReader;
+type SearchReader = RowsReader;
 
 /**
  * Runs search statements with a budget of `timeoutMs` each, so that no search holds a thread or

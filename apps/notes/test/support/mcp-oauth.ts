@@ -10,7 +10,7 @@ import type {
 import { openTestNotes } from "./harness.ts";
 
 /** Where the MCP clients of the tests are sent back to; a browser route catches it. */
-export const CALLBACK = "http://127.0.0.1:9/mcp-callback";
+const CALLBACK = "http://127.0.0.1:9/mcp-callback";
 
 /**
  * The SDK's OAuth client state in memory, as an agent keeps it on disk: every `saveTokens` is

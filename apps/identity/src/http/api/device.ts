@@ -14,14 +14,14 @@ import {
   renderOAuthError,
 } from "./oauth/wire.ts";
 
-export const DeviceCodeRequest = z.object({
+const DeviceCodeRequest = z.object({
   client_name: z
     .string()
     .max(100)
     .optional()
     .meta({ description: "Shown to the person who approves, e.g. the host name" }),
 });
-export const DeviceCodeResponse = z.object({
+const DeviceCodeResponse = z.object({
   device_code: z.string(),
   user_code: z.string().meta({ description: "Eight letters, shown as XXXX-XXXX" }),
   verification_uri: z.string(),
@@ -29,11 +29,11 @@ export const DeviceCodeResponse = z.object({
   expires_in: z.number(),
   interval: z.number(),
 });
-export const DeviceTokenRequest = z.object({
+const DeviceTokenRequest = z.object({
   grant_type: z.literal("urn:ietf:params:oauth:grant-type:device_code").optional(),
   device_code: z.string(),
 });
-export const DeviceTokenResponse = z.object({
+const DeviceTokenResponse = z.object({
   user_key: z.string().meta({ description: "A new user key (apu_…), named after the device" }),
   key_id: z.string(),
 });

@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
 import { type DirectoryEntry, listDirectory } from "../../domain/partners.ts";
 
-export const DirectoryResponse = z.object({
+const DirectoryResponse = z.object({
   partners: z.array(
     z.object({
       id: z.string().meta({ description: "Partner id: an agent passes it as the token audience" }),

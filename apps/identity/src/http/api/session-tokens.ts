@@ -16,7 +16,7 @@ import { ERRORS } from "../errors.ts";
 /** What `MintRequest` makes of an audience that is not a partner id: judged after the key. */
 const MALFORMED = "malformed";
 
-export const MintRequest = z.object({
+const MintRequest = z.object({
   audience: z
     .uuid()
     .nullish()
@@ -31,7 +31,7 @@ export const MintRequest = z.object({
       },
     }),
 });
-export const MintResponse = z.object({
+const MintResponse = z.object({
   sessionToken: z.string().meta({ description: "Opaque token starting with aps_" }),
   expiresAt: z.iso.datetime().meta({ description: "When the token stops verifying" }),
 });
@@ -45,7 +45,7 @@ const REFUSALS = {
   INVALID_AUDIENCE: new HttpError(ERRORS.audience_invalid),
 } as const;
 
-export interface MintLimits {
+interface MintLimits {
   /** Mints per working user key. */
   perUserKey: RateLimiter;
   /** Unknown or revoked keys per client address. */

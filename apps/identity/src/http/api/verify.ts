@@ -12,16 +12,16 @@ import { verifySessionToken } from "../../domain/session-tokens.ts";
 import { type RateLimiter, tooManyRequests } from "../../infra/rate-limit.ts";
 import { ERRORS } from "../errors.ts";
 
-export const VerifyRequest = z.object({
+const VerifyRequest = z.object({
   sessionToken: z
     .string()
     .min(1)
     .meta({ description: "The token the agent sent", example: "aps_…" }),
 });
-export const VerifyResponse = z.object({
+const VerifyResponse = z.object({
   email: z.string().meta({ description: "The verified login email", example: "ada@example.com" }),
 });
-export const TOKEN_EXPIRES_HEADER = "AgentPass-Token-Expires-At";
+const TOKEN_EXPIRES_HEADER = "AgentPass-Token-Expires-At";
 
 const REFUSALS = {
   missingOrInvalidPartnerKey: unauthorized(ERRORS.partner_key_missing_or_invalid),
@@ -33,7 +33,7 @@ const REFUSALS = {
   INVALID_SESSION_TOKEN: unauthorized(ERRORS.session_token_invalid),
 } as const;
 
-export interface VerifyLimits {
+interface VerifyLimits {
   /** Failed verifications (bad session tokens) per partner key. */
   perPartnerKey: RateLimiter;
   /** Unknown or revoked keys per client address. */

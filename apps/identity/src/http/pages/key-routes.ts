@@ -12,7 +12,7 @@ import { csrfField, html, renderPage } from "../web/page.ts";
 import { htmlAnswer } from "../web/page-answers.ts";
 
 /** Whose keys a request is about, once the signed-in account may act for them. */
-export interface KeyOwner {
+interface KeyOwner {
   /** The account (user keys) or partner (partner keys). */
   id: string;
   /** The page that lists the keys, where every action returns. */
@@ -26,7 +26,7 @@ interface OwnedKey {
   key: KeyRecord;
 }
 
-export interface KeyRoutesOptions {
+interface KeyRoutesOptions {
   kind: KeyKind;
   /** The route of the keys, with the owner's parameters: `/keys`, `/partners/{id}/keys`. */
   route: string;

@@ -8,7 +8,7 @@ import { htmlAnswer } from "../web/page-answers.ts";
 import { describeUserAgent } from "../web/user-agent.ts";
 
 /** Events shown on one page; older ones are a link away. */
-export const SECURITY_LOG_PAGE_SIZE = 50;
+const SECURITY_LOG_PAGE_SIZE = 50;
 
 const WHAT: Record<AuditAction, string> = {
   sign_in: "Sign-in",

@@ -18,7 +18,7 @@ import { safeNext, type WebGuard, type WebRequest } from "../web/guard.ts";
 import { csrfField, html, renderPage } from "../web/page.ts";
 import { htmlAnswer, redirect, withCookies } from "../web/page-answers.ts";
 
-export interface SignInPagesOptions {
+interface SignInPagesOptions {
   ctx: IdentityContext;
   guard: WebGuard;
   mailer: Mailer;

@@ -1,7 +1,7 @@
 import { definePage, type Page } from "@agentpass/http";
 
 /** The one stylesheet and the one script of the dashboard, served from /assets (CSP 'self'). */
-export const STYLESHEET = `
+const STYLESHEET = `
 :root{color-scheme:light dark;--fg:#18181b;--muted:#5b5b66;--line:#dcdce3;--bg:#fafafa;--surface:#fff;--code:#f0f0f4;--secret:#fff8e1;--accent:#2350d8;--on-accent:#fff;--bad:#b42318;--ok:#11734b}
 @media (prefers-color-scheme:dark){:root{--fg:#ececf1;--muted:#a3a3ae;--line:#34343c;--bg:#111114;--surface:#1a1a1f;--code:#26262d;--secret:#2b2613;--accent:#8aa5ff;--on-accent:#0b0b10;--bad:#ff7a6b;--ok:#4cd48f}}
 *{box-sizing:border-box}
@@ -50,7 +50,7 @@ ul.plain li{padding:.25rem 0}
 `;
 
 /** Progressive enhancement only: copy buttons, and the sign-in link's fragment into its form. */
-export const SCRIPT = `
+const SCRIPT = `
 document.querySelectorAll("[data-copy]").forEach(function (button) {
   button.hidden = false;
   button.addEventListener("click", function () {
@@ -63,7 +63,7 @@ if (link && location.hash.length > 1) { link.value = location.hash.slice(1); his
 `;
 
 /** The icon of every page: a key, in the accent colour. */
-export const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#2350d8"/><circle cx="12" cy="16" r="5" fill="none" stroke="#fff" stroke-width="3"/><path d="M17 16h10M23 16v4M27 16v3" stroke="#fff" stroke-width="3" stroke-linecap="round"/></svg>`;
+const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#2350d8"/><circle cx="12" cy="16" r="5" fill="none" stroke="#fff" stroke-width="3"/><path d="M17 16h10M23 16v4M27 16v3" stroke="#fff" stroke-width="3" stroke-linecap="round"/></svg>`;
 
 const ASSET_CACHE = "public, max-age=3600";
 

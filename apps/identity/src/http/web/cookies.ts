@@ -1,7 +1,7 @@
 import type { RefusedRequest } from "@agentpass/http";
 
 /** The attributes the pages' cookies are written with. */
-export interface CookieOptions {
+interface CookieOptions {
   path: string;
   /** Seconds; 0 deletes the cookie. */
   maxAge: number;

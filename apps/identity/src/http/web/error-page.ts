@@ -5,7 +5,7 @@ import { renderPage } from "./page.ts";
 import { htmlAnswer, withPageHeaders } from "./page-answers.ts";
 
 /** Whether the caller is a browser asking for a page, not an API client: it gets HTML errors. */
-export function wantsPage(request: RefusedRequest): boolean {
+function wantsPage(request: RefusedRequest): boolean {
   return (
     !request.path.startsWith("/api/") && (request.header("accept") ?? "").includes("text/html")
   );
@@ -14,7 +14,7 @@ export function wantsPage(request: RefusedRequest): boolean {
 const TITLES: Record<number, string> = { 404: "Page not found", 405: "Not allowed here" };
 
 /** An error as a page: what happened and where to go from here. No detail of the fault. */
-export function errorPage(status: number, message: string) {
+function errorPage(status: number, message: string) {
   return renderPage({
     title: TITLES[status] ?? "Something went wrong",
     session: null,

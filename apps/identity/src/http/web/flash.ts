@@ -16,7 +16,7 @@ const FlashSchema = z.discriminatedUnion("kind", [
 export type Flash = z.infer<typeof FlashSchema>;
 
 /** Long enough to follow a redirect; a flash not shown by then is gone. */
-export const FLASH_LIFETIME_MS = 60_000;
+const FLASH_LIFETIME_MS = 60_000;
 
 /** Who may open a flash: the browser, and its session when signed in. */
 export interface FlashReader {
@@ -77,8 +77,6 @@ export function createFlashCookies(options: {
     },
   };
 }
-
-export type FlashCookies = ReturnType<typeof createFlashCookies>;
 
 function boundTo(reader: FlashReader, path: string): string {
   return [reader.browserId, reader.session?.idHash ?? "", path].join("\n");

@@ -12,7 +12,7 @@ export class SafeHtml {
 }
 
 /** What a page template may hold: text is escaped, `SafeHtml` kept, nothing shown for no value. */
-export type HtmlValue = string | number | boolean | null | undefined | SafeHtml | HtmlValue[];
+type HtmlValue = string | number | boolean | null | undefined | SafeHtml | HtmlValue[];
 
 const ESCAPES: Record<string, string> = {
   "&": "&amp;",

@@ -13,7 +13,7 @@ export function contentSecurityPolicy(formAction = "'self'"): string {
  * What every page answers with, an error page included: its policy; no caching (a page may show
  * a secret once); no window of another site may hold a handle to it.
  */
-export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+const PAGE_HEADERS: Readonly<Record<string, string>> = {
   "Content-Security-Policy": contentSecurityPolicy(),
   "X-Frame-Options": "DENY",
   // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on form posts.

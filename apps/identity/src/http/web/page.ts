@@ -2,7 +2,7 @@ import type { WebSession } from "../../domain/web-sessions.ts";
 import type { Flash } from "./flash.ts";
 import { html, type SafeHtml } from "./html.ts";
 
-export interface PageOptions {
+interface PageOptions {
   title: string;
   session: WebSession | null;
   csrf: string;

@@ -1,7 +1,7 @@
 import type { UsageCount } from "../../domain/partner-usage.ts";
 import { html } from "./page.ts";
 
-export const OUTCOME_LABELS: Record<string, string> = {
+const OUTCOME_LABELS: Record<string, string> = {
   success: "Verified",
   invalid_token: "Invalid or expired token",
   revoked_partner_key: "Revoked partner key",

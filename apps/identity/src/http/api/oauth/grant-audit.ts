@@ -9,7 +9,7 @@ import type { GrantSummary, RevokedCredential } from "../../../domain/grants.ts"
  */
 
 /** Why the service ended a grant by itself. */
-export type GrantEndReason =
+type GrantEndReason =
   /** Its authorization code was presented again: stolen or replayed (RFC 6749 section 4.1.2). */
   | "code_reused"
   /** A replaced refresh token was presented again: copied, or replayed (RFC 9700 section 4.14). */

@@ -15,7 +15,7 @@ import { type TokenLimits, tokenEndpoint } from "./token.ts";
  * RFC 7662 introspection, RFC 7009 revocation, RFC 7591 registration), one file each, all in
  * OAuth's own wire format (`wire.ts`). The authorization endpoint is a page (`pages/consent.ts`).
  */
-export interface OAuthLimits extends TokenLimits {
+interface OAuthLimits extends TokenLimits {
   /** Revocation requests (RFC 7009) per client address, whatever they revoke. */
   revocationsPerIp: RateLimiter;
   /** Client registrations (RFC 7591) per client address. */

@@ -7,7 +7,7 @@ import { type RateLimitResult, rateLimitHeaders } from "../../../infra/rate-limi
  * schema that documents them, and every refusal `{ error, error_description }` from one table
  * (RFC 6749 section 5.2 and the RFCs beside it), with `Cache-Control: no-store`.
  */
-export const FORM = "application/x-www-form-urlencoded";
+const FORM = "application/x-www-form-urlencoded";
 export const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" };
 /** OAuth requests are a few short fields: anything larger is refused before it is read. */
 export const MAX_FORM_BYTES = 8192;
@@ -17,7 +17,7 @@ export const MAX_FORM_BYTES = 8192;
  * error code. A budget spent is 429 `temporarily_unavailable` with Retry-After (no RFC names a
  * code for it; `slow_down` is the device grant's own, for polling too fast).
  */
-export const OAUTH_REFUSALS = {
+const OAUTH_REFUSALS = {
   invalid_request: { status: 400, error: "invalid_request" },
   body_too_large: { status: 413, error: "invalid_request" },
   invalid_client: { status: 401, error: "invalid_client" },
@@ -36,7 +36,7 @@ export const OAUTH_REFUSALS = {
   server_error: { status: 500, error: "server_error" },
 } as const;
 
-export type OAuthRefusal = keyof typeof OAUTH_REFUSALS;
+type OAuthRefusal = keyof typeof OAUTH_REFUSALS;
 
 /** A refusal of the table, with what went wrong for the client to read. */
 export function oauthError(
