@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { measure } from "./measure.ts";
 import {
+  benchIdentityEnv,
   createBenchDatabases,
   NODE_FLAGS,
   runCommand,
@@ -36,17 +37,7 @@ if (process.argv[2] === "--flood") {
 
 const work = mkdtempSync(join(tmpdir(), "agentpass-audit-flood-"));
 const databases = await createBenchDatabases(process.env.DATABASE_URL);
-const env = {
-  DATA_DIR: join(work, "identity"),
-  DATABASE_URL: databases.identity ?? "",
-  PORT: "0",
-  HOST: "127.0.0.1",
-  LOG_LEVEL: "info",
-  // Partners' budgets never refuse the bench's verifies; the sign-in budgets are the defaults.
-  MINTS_PER_MINUTE: "1000000000",
-  FAILED_VERIFIES_PER_MINUTE: "1000000000",
-  BAD_KEYS_PER_MINUTE: "1000000000",
-};
+const env = benchIdentityEnv(work, databases.identity);
 let identity: Server | undefined;
 
 try {

@@ -23,6 +23,7 @@ import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { SEARCH_TERM, seedNotes } from "./seed-notes.ts";
 import {
+  benchIdentityEnv,
   createBenchDatabases,
   NODE_FLAGS,
   runCommand,
@@ -57,15 +58,7 @@ const start = async (name: string, args: string[], env: Record<string, string>) 
 const databases = await createBenchDatabases(process.env.DATABASE_URL);
 const databaseServer = databases.identity ? databaseServerUser() : undefined;
 try {
-  const identityEnv = {
-    DATA_DIR: join(work, "identity"),
-    DATABASE_URL: databases.identity ?? "",
-    PORT: "0",
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "info",
-    MINTS_PER_MINUTE: "1000000000",
-    FAILED_VERIFIES_PER_MINUTE: "1000000000",
-  };
+  const identityEnv = benchIdentityEnv(work, databases.identity);
   await warmCompileCache();
   const ceiling = await start("ceiling", ["bench/ceiling-server.ts"], {});
   const identity = await start(

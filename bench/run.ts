@@ -20,6 +20,7 @@ import { benchScenarios, PEER, SEARCH } from "./scenarios.ts";
 import { openSearchBound, type SearchBound } from "./search-bound.ts";
 import { seedNotes } from "./seed-notes.ts";
 import {
+  benchIdentityEnv,
   createBenchDatabases,
   NODE_FLAGS,
   ROOT,
@@ -62,18 +63,7 @@ const work = mkdtempSync(join(tmpdir(), "agentpass-bench-"));
 const servers: Server[] = [];
 const databases = await createBenchDatabases(process.env.DATABASE_URL);
 const engine = databases.identity ? "postgres" : "sqlite";
-const identityEnv = {
-  DATA_DIR: join(work, "identity"),
-  DATABASE_URL: databases.identity ?? "",
-  PORT: "0",
-  HOST: "127.0.0.1",
-  LOG_LEVEL: "info",
-  // One key mints and fails here far beyond a person's or partner's budget: the limits still
-  // count every attempt, they just never refuse.
-  MINTS_PER_MINUTE: "1000000000",
-  FAILED_VERIFIES_PER_MINUTE: "1000000000",
-  BAD_KEYS_PER_MINUTE: "1000000000",
-};
+const identityEnv = benchIdentityEnv(work, databases.identity);
 let failed = false;
 let bound: SearchBound | undefined;
 

@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 
@@ -133,6 +134,24 @@ export function rssMegabytes(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * The identity service's environment in a bench: loopback, its data under `work`, and budgets a
+ * partner's bench key never reaches (the limits still count every attempt, they just never refuse).
+ * The sign-in budgets keep their defaults.
+ */
+export function benchIdentityEnv(work: string, databaseUrl: string | undefined) {
+  return {
+    DATA_DIR: join(work, "identity"),
+    DATABASE_URL: databaseUrl ?? "",
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "info",
+    MINTS_PER_MINUTE: "1000000000",
+    FAILED_VERIFIES_PER_MINUTE: "1000000000",
+    BAD_KEYS_PER_MINUTE: "1000000000",
+  };
 }
 
 /** On PostgreSQL: one fresh database per service, dropped at the end. */
