@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, get, type Server } from "node:http";
+import { createServer, get, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -104,6 +104,21 @@ function getOnNewConnection(url: string): Promise<{ status: number; body: string
  * then is answered, and the process exits 0 after. The drain is long enough that a busy machine
  * polls within it; nothing asserts how long anything took.
  */
+/** AgentPass's answer to a session token that opens nothing. */
+function answerTokenInvalid(response: ServerResponse) {
+  response.writeHead(401, { "content-type": "application/json" });
+  response.end('{"error":"Invalid or expired session token","code":"session_token_invalid"}');
+}
+
+/** The request in flight at the stop was answered, its connection closed, and the process exited 0. */
+async function assertDrainedAndExited(service: ReturnType<typeof serve>, answers: string) {
+  assert.match(answers, /^HTTP\/1\.1 401 /, `the request in flight is answered: ${service.log()}`);
+  assert.match(answers, /\r\nconnection: close\r\n/i, "and its connection closed after");
+  const { code } = await service.exited;
+  assert.equal(code, 0, service.log());
+  assert.doesNotMatch(service.log(), /forced exit/);
+}
+
 async function checkDrainingStop(service: ReturnType<typeof serve>) {
   const url = await service.url;
   assert.equal((await getOnNewConnection(`${url}/readyz`)).status, 200);
@@ -194,16 +209,7 @@ describe("graceful shutdown on SIGTERM", () => {
       service.child.kill("SIGTERM");
       while (await canConnect(url)) await pause(20);
       client.finish();
-      const answers = await client.closed;
-      assert.match(
-        answers,
-        /^HTTP\/1\.1 401 /,
-        `the request in flight is answered: ${service.log()}`,
-      );
-      assert.match(answers, /\r\nconnection: close\r\n/i, "and its connection closed after");
-      const { code } = await service.exited;
-      assert.equal(code, 0, service.log());
-      assert.doesNotMatch(service.log(), /forced exit/);
+      await assertDrainedAndExited(service, await client.closed);
       assert.match(service.log(), /"msg":"shutting down"/);
     } finally {
       client.destroy();
@@ -217,12 +223,7 @@ describe("graceful shutdown on SIGTERM", () => {
       // An identity service that takes a second to answer: the notes request is in flight
       // (waiting on AgentPass) when the signal comes.
       slowIdentity = createServer((_request, response) => {
-        setTimeout(() => {
-          response.writeHead(401, { "content-type": "application/json" });
-          response.end(
-            '{"error":"Invalid or expired session token","code":"session_token_invalid"}',
-          );
-        }, 1000);
+        setTimeout(() => answerTokenInvalid(response), 1000);
       });
       await new Promise<void>((resolve) => slowIdentity.listen(0, "127.0.0.1", resolve));
       identityUrl = `http://127.0.0.1:${(slowIdentity.address() as AddressInfo).port}`;
@@ -246,31 +247,43 @@ describe("graceful shutdown on SIGTERM", () => {
     });
 
     it("with no load balancer and a client that keeps its connection busy, drains and exits 0", async () => {
+      // AgentPass holds the notes request's verify until the notes API has closed its listener,
+      // so the request is in flight then however fast or slow the machine is.
+      let verifyArrived: () => void = () => {};
+      const arrived = new Promise<void>((resolve) => {
+        verifyArrived = resolve;
+      });
+      const held: ServerResponse[] = [];
+      const gatedIdentity = createServer((request, response) => {
+        let body = "";
+        request.on("data", (chunk) => {
+          body += chunk;
+        });
+        request.on("end", () => {
+          if (!body.includes("aps_whatever")) return answerTokenInvalid(response);
+          held.push(response);
+          verifyArrived();
+        });
+      });
+      await new Promise<void>((resolve) => gatedIdentity.listen(0, "127.0.0.1", resolve));
       const service = serve("apps/notes/src/bin.ts", {
         DATA_DIR: tempDir(),
-        AGENTPASS_URL: identityUrl,
+        AGENTPASS_URL: `http://127.0.0.1:${(gatedIdentity.address() as AddressInfo).port}`,
         AGENTPASS_PARTNER_KEY: `apk_${"b".repeat(38)}`,
         SHUTDOWN_DRAIN_MS: "200",
       });
       const url = await service.url;
-      // In flight when the listener closes: AgentPass takes a second to answer.
       const notes = "GET /api/notes HTTP/1.1\r\nHost: x\r\nx-session-token: aps_whatever\r\n\r\n";
       const client = keepBusy(url, notes, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
       try {
-        await pause(300);
+        await arrived;
         service.child.kill("SIGTERM");
-        const answers = await client.closed;
-        assert.match(
-          answers,
-          /^HTTP\/1\.1 401 /,
-          `the request in flight is answered: ${service.log()}`,
-        );
-        assert.match(answers, /\r\nconnection: close\r\n/i, "and its connection closed after");
-        const { code } = await service.exited;
-        assert.equal(code, 0, service.log());
-        assert.doesNotMatch(service.log(), /forced exit/);
+        while (await canConnect(url)) await pause(20);
+        for (const response of held) answerTokenInvalid(response);
+        await assertDrainedAndExited(service, await client.closed);
       } finally {
         client.destroy();
+        gatedIdentity.close();
       }
     });
 
