@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { isSchemaBehind } from "@agentpass/db";
-import { startServer, stopOnSignals } from "@agentpass/http";
+import { startServer, stopOnSignals, terminalText } from "@agentpass/http";
 import { CommandError, runAdminCommand, UsageError } from "./admin-command.ts";
 import { operatorNameOf } from "./audit-command.ts";
 import { runBackupCommand } from "./backup-command.ts";
@@ -113,7 +113,7 @@ async function main(argv: string[]): Promise<void> {
   if (group === "backup") {
     const answer = await runBackupCommand(loaded.config, action as string);
     if (!answer.ok) throw new CommandError(answer.error);
-    return void console.log(answer.output);
+    return void console.log(terminalText(answer.output));
   }
 
   // Admin commands never migrate (a deploy's migrate step does), and log to stderr: stdout is
@@ -133,7 +133,7 @@ async function main(argv: string[]): Promise<void> {
         { name: values.name, owner: values.owner, keyFile: values["key-file"] },
       );
       if (!answer.ok) throw new CommandError(answer.error);
-      return void console.log(answer.output);
+      return void console.log(terminalText(answer.output));
     }
     await runAdminCommand(service, command, argument, url, { ...values, operator });
   } finally {
@@ -182,10 +182,10 @@ async function serveForever(config: Parameters<typeof openIdentityService>[0]): 
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError) {
-    console.error(`agentpass-server: ${error.message}\n\n${USAGE}`);
+    console.error(`agentpass-server: ${terminalText(error.message)}\n\n${USAGE}`);
     process.exit(2);
   }
   const known = error instanceof CommandError || isSchemaBehind(error);
-  console.error(`agentpass-server: ${known ? error.message : String(error)}`);
+  console.error(`agentpass-server: ${terminalText(known ? error.message : String(error))}`);
   process.exit(1);
 });

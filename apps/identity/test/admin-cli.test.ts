@@ -113,6 +113,18 @@ for (const engine of testEngines()) {
       }
     });
 
+    it("escapes control characters in its errors, as in its answers", async () => {
+      const keyFile = join(tmpdir(), "missing-folder-\u001b[2J", "key");
+      const args = ["partners", "provision", "--name", "X", "--owner", "a@example.com"];
+      const result = await cli(...args, "--key-file", keyFile);
+      assert.equal(result.code, 1);
+      const message = result.stderr
+        .split("\n")
+        .find((line) => line.startsWith("agentpass-server:"));
+      assert.match(message ?? "", /Cannot write .*missing-folder-\\u001b\[2J/);
+      assert.ok(!message?.includes("\u001b"), "no raw escape reaches the terminal");
+    });
+
     it("refuses a second account for the same canonical email", async () => {
       assert.equal((await cli("accounts", "create", "dup@example.com")).code, 0);
       const again = await cli("accounts", "create", " DUP@EXAMPLE.com ");
