@@ -124,7 +124,7 @@ async function main(argv: string[]): Promise<void> {
   );
   try {
     // The name the audit log attributes the command to: --operator, else AGENTPASS_OPERATOR.
-    const operator = values.operator ?? process.env.AGENTPASS_OPERATOR;
+    const operator = values.operator ?? loaded.config.operator;
     const command = `${group} ${action ?? ""}`.trim();
     if (command === "partners provision") {
       if (argument) throw new UsageError(`Unexpected argument: ${argument}`);

@@ -76,6 +76,8 @@ const ConfigSchema = z.object({
    * takes it out first. Unset: 5000, or 0 in development (`Config.development`).
    */
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(120_000).optional(),
+  /** Who runs the admin commands, for the audit log (`--operator` wins); unset: the system user. */
+  AGENTPASS_OPERATOR: z.string().trim().min(1).max(100).optional(),
   /** Open connections past which new ones are dropped; unset: no cap. */
   MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).optional(),
   /** `/metrics` answers `Authorization: Bearer <this>` from anywhere; unset: loopback clients only. */
@@ -185,6 +187,8 @@ export interface Config extends DatabaseSettings {
   shutdownDrainMs: number;
   /** METRICS_TOKEN; unset: `/metrics` answers loopback clients only. */
   metricsToken: string | undefined;
+  /** AGENTPASS_OPERATOR: the admin commands' operator when `--operator` is not given. */
+  operator: string | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
   sessionTokenTtlSeconds: number;
@@ -275,6 +279,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxConnections: values.MAX_CONNECTIONS,
       shutdownDrainMs: values.SHUTDOWN_DRAIN_MS ?? (development ? 0 : DEFAULT_DRAIN_MS),
       metricsToken: values.METRICS_TOKEN,
+      operator: values.AGENTPASS_OPERATOR,
       dataDir: values.DATA_DIR,
       databaseUrl: values.DATABASE_URL,
       ...toDatabaseSettings(values),
