@@ -25,9 +25,10 @@ export interface IdentityContext {
   /**
    * Keys derived from the service's secret (`deriveServiceKey`), never in the database:
    * `shortCodes` keys the HMAC stored for sign-in codes and device user codes; `refreshTokens`
-   * derives a rotating refresh token's successor (`domain/grants.ts`).
+   * derives a rotating refresh token's successor (`domain/grants.ts`); `dpopNonces` makes the
+   * stateless DPoP nonces every instance accepts (`infra/dpop-proofs.ts`).
    */
-  keys: { shortCodes: KeyObject; refreshTokens: KeyObject };
+  keys: { shortCodes: KeyObject; refreshTokens: KeyObject; dpopNonces: KeyObject };
 }
 
 /** The part of the context a function uses: `ctx: Needs<"store" | "clock">`. */

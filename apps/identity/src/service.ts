@@ -251,5 +251,6 @@ function serviceKeys(secret: string | Buffer): IdentityContext["keys"] {
   return {
     shortCodes: deriveServiceKey(secret, "agentpass short codes v1"),
     refreshTokens: deriveServiceKey(secret, "agentpass refresh tokens v1"),
+    dpopNonces: deriveServiceKey(secret, "agentpass dpop nonces v1"),
   };
 }

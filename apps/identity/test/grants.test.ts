@@ -245,7 +245,7 @@ for (const engine of testEngines()) {
         identity.advance(31_000);
         const result = await refreshGrant(
           identity.ctx,
-          { refreshToken: token, clientId: "apc_test", audience: null },
+          { refreshToken: token, clientId: "apc_test", audience: null, jkt: null },
           limits,
         );
         assert.ok(result.ok && result.refreshToken && result.refreshToken !== token);
@@ -379,7 +379,7 @@ for (const engine of testEngines()) {
             clock: service.ctx.clock,
           });
         const limits = { perGrant: limiter("grant"), perAccount: limiter("account") };
-        const fields = { refreshToken: keys.head, clientId: "apc_old", audience: null };
+        const fields = { refreshToken: keys.head, clientId: "apc_old", audience: null, jkt: null };
         const first = await refreshGrant(service.ctx, fields, limits);
         assert.ok(first.ok && first.refreshToken?.startsWith("apr_"), JSON.stringify(first));
         const again = await refreshGrant(service.ctx, fields, limits);

@@ -212,6 +212,7 @@ for (const engine of testEngines()) {
           codeChallenge: CHALLENGE,
           resource: null,
           scope: undefined,
+          dpopJkt: null,
         },
         account.id,
       );

@@ -9,6 +9,7 @@ import { sql } from "kysely";
 import { loadConfig } from "../src/config.ts";
 import {
   createDatabaseRateLimitStore,
+  createMemoryRateLimitStore,
   createRedisRateLimitStore,
   type RateLimitStore,
 } from "../src/infra/rate-limit.ts";
@@ -227,6 +228,34 @@ for (const engine of testEngines()) {
       assert.deepEqual(statuses, [201, 201, 201, 429]);
     });
 
+    it("sees a key once in an instance's memory, and again once its time is over", async () => {
+      let now = 0;
+      const store = createMemoryRateLimitStore(() => now);
+      assert.equal(await store.seenOnce("jti-1", 1000), true);
+      assert.equal(await store.seenOnce("jti-1", 1000), false);
+      assert.equal(await store.seenOnce("jti-2", 1000), true);
+      now = 1000;
+      assert.equal(await store.seenOnce("jti-1", 1000), true);
+    });
+
+    if (engine === "postgres") {
+      it("sees a key once across instances on one PostgreSQL, however many ask at once", async () => {
+        const identity = await open();
+        const second = await secondInstance(identity, LIMITS);
+        opened.push(second);
+        const stores = [identity.service.database, second.database].map((counters) =>
+          createDatabaseRateLimitStore(counters),
+        );
+        const key = `jti-${randomUUID()}`;
+        const answers = await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            (stores[i % 2] as (typeof stores)[number]).seenOnce(key, 120_000),
+          ),
+        );
+        assert.equal(answers.filter(Boolean).length, 1);
+      });
+    }
+
     if (engine === "postgres") {
       it("shares the counters between instances on one PostgreSQL: exactly the limit passes", async () => {
         const identity = await open();
@@ -321,6 +350,23 @@ for (const engine of testEngines()) {
     }
 
     if (process.env.TEST_REDIS_URL) {
+      it("sees a key once across instances through Redis", async () => {
+        const url = process.env.TEST_REDIS_URL as string;
+        const options = { clock: Date.now, onError: (error: Error) => assert.fail(error) };
+        const stores = [
+          createRedisRateLimitStore(url, options),
+          createRedisRateLimitStore(url, options),
+        ];
+        const key = `jti-${randomUUID()}`;
+        const answers = await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            (stores[i % 2] as (typeof stores)[number]).seenOnce(key, 120_000),
+          ),
+        );
+        assert.equal(answers.filter(Boolean).length, 1);
+        for (const store of stores) await store.close();
+      });
+
       it("shares the counters between instances through Redis when REDIS_URL is set", async () => {
         const env = { ...LIMITS, REDIS_URL: process.env.TEST_REDIS_URL as string };
         const identity = await open(env);

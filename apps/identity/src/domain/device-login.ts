@@ -183,6 +183,8 @@ export async function pollDeviceLogin(
   ctx: Needs<"web" | "oauth" | "clock">,
   deviceCode: string,
   clientId: string,
+  /** The thumbprint of the DPoP key of the poll's proof: the grant is bound to it. */
+  dpopJkt: string | null = null,
 ): Promise<PollResult> {
   const deviceHash = sha256(deviceCode);
   const code = await ctx.web.findDeviceCode(deviceHash);
@@ -206,6 +208,7 @@ export async function pollDeviceLogin(
     audience: null,
     createdFrom: code.client_address,
     rotating: false,
+    dpopJkt,
   });
   const { refreshToken: userKey, id: keyId } = grant;
   return { ok: true, userKey, keyId, accountId: code.account_id, clientName };

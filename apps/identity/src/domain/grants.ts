@@ -56,6 +56,8 @@ interface NewGrantRequest {
   createdFrom: string | null;
   /** A browser flow's rotating refresh token; else the user key the CLI keeps. */
   rotating: boolean;
+  /** The DPoP key the refresh token is bound to (every client here is public); null: none. */
+  dpopJkt?: string | null;
 }
 
 /** Makes a grant; its first refresh token is handed out here once and stored only hashed. */
@@ -84,6 +86,7 @@ export async function createGrant(
     secretHash: hashKey(request.rotating ? randomSecret() : refreshToken),
     familyHash: request.rotating ? sha256(family) : null,
     refreshHash: request.rotating ? sha256(refreshToken) : null,
+    dpopJkt: request.dpopJkt ?? null,
   });
   return { id, refreshToken };
 }
@@ -134,7 +137,13 @@ type RefreshContext = Needs<
  */
 export async function refreshGrant(
   ctx: RefreshContext,
-  fields: { refreshToken: string; clientId: string | undefined; audience: string | null },
+  fields: {
+    refreshToken: string;
+    clientId: string | undefined;
+    audience: string | null;
+    /** The thumbprint of the key of the request's DPoP proof; null: none was sent. */
+    jkt: string | null;
+  },
   limits: RefreshLimits,
 ): Promise<RefreshResult> {
   const presented = await findRefreshToken(ctx, fields.refreshToken);
@@ -144,6 +153,12 @@ export async function refreshGrant(
   if (holder.revokedAt !== null) return refused("revoked", "The refresh token has been revoked");
   if (holder.clientId && fields.clientId !== holder.clientId) {
     return refused("wrong_client", "The refresh token was issued to another client");
+  }
+  // RFC 9449 section 5: a bound refresh token is good only with a proof by its key. Judged
+  // before anything is counted or rotated, so a copy without the key changes nothing.
+  const boundTo = await dpopKeyOf(ctx, presented);
+  if (boundTo !== null && fields.jkt !== boundTo) {
+    return refused("invalid_grant", "The refresh token is bound to another DPoP key");
   }
   const bound = holder.audience ?? null;
   if (fields.audience !== null && bound !== null && fields.audience !== bound) {
@@ -155,7 +170,7 @@ export async function refreshGrant(
   const expiresIn = Math.floor(ctx.sessionTokenTtlMs / 1000);
   if (presented.kind === "key") {
     ctx.keyUsage.record("user_keys", holder.id, now);
-    const sealed = sealFor(ctx, presented.key, audience);
+    const sealed = sealFor(ctx, presented.key, audience, fields.jkt);
     return { ok: true, accessToken: sealed.sessionToken, expiresIn };
   }
   const { grant } = presented;
@@ -175,8 +190,19 @@ export async function refreshGrant(
     return { ok: false, error: "reused", description, revokedGrant };
   }
   ctx.keyUsage.record("user_keys", grant.id, now);
-  const sealed = sealFor(ctx, { id: grant.id, ownerId: grant.accountId }, audience);
+  const sealed = sealFor(ctx, { id: grant.id, ownerId: grant.accountId }, audience, fields.jkt);
   return { ok: true, accessToken: sealed.sessionToken, expiresIn, refreshToken: next };
+}
+
+/**
+ * The DPoP key a presented refresh token is bound to, or null. A user key's grant row is read
+ * for it (a device login's); a key made by hand has none, and is a bearer token.
+ */
+async function dpopKeyOf(ctx: Needs<"oauth">, presented: PresentedToken): Promise<string | null> {
+  if (presented.kind === "family") return presented.grant.dpopJkt;
+  if (!presented.key.clientId) return null;
+  const grant = await ctx.oauth.findGrant(presented.key.id);
+  return grant?.dpopJkt ?? null;
 }
 
 /**

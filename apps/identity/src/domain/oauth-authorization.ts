@@ -32,6 +32,8 @@ export type AuthorizationRequest = {
   /** The partner the tokens will be bound to, and the resource URL that named it. */
   resource: { url: string; partnerId: string; partnerName: string } | null;
   scope: string | undefined;
+  /** RFC 9449 section 10: the thumbprint of the only key the code may be redeemed with. */
+  dpopJkt: string | null;
 };
 
 export type AuthorizationCheck =
@@ -116,9 +118,21 @@ export async function checkAuthorizationRequest(
   }
   const scope = single("scope");
   if (scope === null) return refuse("invalid_request", "scope is repeated");
+  const dpopJkt = single("dpop_jkt");
+  if (dpopJkt === null || (dpopJkt !== undefined && !JKT.test(dpopJkt))) {
+    return refuse("invalid_request", "dpop_jkt must be one SHA-256 JWK thumbprint (RFC 7638)");
+  }
   return {
     ok: true,
-    request: { client, redirectUri, state, codeChallenge: challenge, resource, scope },
+    request: {
+      client,
+      redirectUri,
+      state,
+      codeChallenge: challenge,
+      resource,
+      scope,
+      dpopJkt: dpopJkt ?? null,
+    },
   };
 }
 
@@ -156,6 +170,7 @@ export async function issueAuthorizationCode(
     used_at: null,
     key_id: null,
     client_name: request.client.clientName,
+    dpop_jkt: request.dpopJkt,
   });
   return code;
 }
@@ -200,6 +215,8 @@ export async function redeemAuthorizationCode(
     resource?: string;
     /** Where the token request came from: shown to the person with the grant. */
     clientAddress: string;
+    /** The thumbprint of the key of the request's DPoP proof; null: none was sent. */
+    jkt: string | null;
   },
 ): Promise<CodeRedemption> {
   const now = ctx.clock();
@@ -223,6 +240,10 @@ export async function redeemAuthorizationCode(
   if (!PKCE_VERIFIER.test(fields.verifier) || s256(fields.verifier) !== code.code_challenge) {
     return invalidGrant("code_verifier does not match the code_challenge");
   }
+  // Section 10: a code bound at the authorization request is redeemed with that key only.
+  if (code.dpop_jkt !== null && code.dpop_jkt !== fields.jkt) {
+    return invalidGrant("The DPoP proof's key is not the one dpop_jkt bound the code to");
+  }
   if (fields.resource !== undefined) {
     const partnerId = await partnerOfResource(ctx, fields.resource);
     if (!partnerId || partnerId !== code.partner_id) {
@@ -240,9 +261,11 @@ export async function redeemAuthorizationCode(
     audience: code.partner_id,
     createdFrom: fields.clientAddress,
     rotating: true,
+    dpopJkt: fields.jkt,
   });
   await ctx.oauth.linkCodeToKey(codeHash, grant.id);
-  const sealed = sealFor(ctx, { id: grant.id, ownerId: code.account_id }, code.partner_id);
+  const owner = { id: grant.id, ownerId: code.account_id };
+  const sealed = sealFor(ctx, owner, code.partner_id, fields.jkt);
   return {
     ok: true,
     accessToken: sealed.sessionToken,
@@ -268,3 +291,5 @@ function s256(verifier: string): string {
 /** RFC 7636 section 4.1: 43 to 128 unreserved characters; a challenge is 43 base64url. */
 const PKCE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
+/** A SHA-256 JWK thumbprint, base64url: 43 characters, as a PKCE challenge. */
+const JKT = PKCE_CHALLENGE;

@@ -22,6 +22,11 @@ export interface OAuthClient {
   /** Exact redirect URIs; empty for the CLI (device flow only). */
   redirectUris: string[];
   kind: "builtin" | "registered" | "metadata_document";
+  /**
+   * `dpop_bound_access_tokens: true` in its registration or document (RFC 9449 section 5.2):
+   * its token requests are refused without a DPoP proof.
+   */
+  dpopBound: boolean;
 }
 
 /**
@@ -110,6 +115,7 @@ export async function lookUpClient(
       clientName: "agentpass CLI",
       redirectUris: [],
       kind: "builtin",
+      dpopBound: false,
     };
     return { ok: true, client };
   }
@@ -213,10 +219,13 @@ function parseClientDocument(clientId: string, body: string): OAuthClient | null
     return null;
   }
   if (typeof document !== "object" || document === null) return null;
-  const { client_id, client_name, redirect_uris, token_endpoint_auth_method } = document as Record<
-    string,
-    unknown
-  >;
+  const {
+    client_id,
+    client_name,
+    redirect_uris,
+    token_endpoint_auth_method,
+    dpop_bound_access_tokens,
+  } = document as Record<string, unknown>;
   if (client_id !== clientId) return null;
   if (token_endpoint_auth_method !== undefined && token_endpoint_auth_method !== "none")
     return null;
@@ -227,6 +236,7 @@ function parseClientDocument(clientId: string, body: string): OAuthClient | null
     clientName: displayableClientName(typeof client_name === "string" ? client_name : clientId),
     redirectUris: uris,
     kind: "metadata_document",
+    dpopBound: dpop_bound_access_tokens === true,
   };
 }
 
@@ -271,12 +281,21 @@ export async function registerClient(
       description: `client_name must be a string of at most ${MAX_CLIENT_NAME_LENGTH} characters`,
     };
   }
+  const bound = metadata.dpop_bound_access_tokens;
+  if (bound !== undefined && typeof bound !== "boolean") {
+    return {
+      ok: false,
+      error: "invalid_client_metadata",
+      description: "dpop_bound_access_tokens must be a boolean",
+    };
+  }
   const issuedAt = ctx.clock();
   const client: OAuthClient = {
     clientId: `apc_${randomSecret(18)}`,
     clientName: displayableClientName(name ?? "Unnamed client"),
     redirectUris: uris,
     kind: "registered",
+    dpopBound: bound === true,
   };
   await ctx.oauth.insertClient({ ...client, createdAt: issuedAt });
   return { ok: true, client, issuedAt };

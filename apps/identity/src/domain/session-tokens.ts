@@ -51,11 +51,15 @@ export async function mintSessionToken(
   return { ok: true, sessionToken, expiresAt, limit };
 }
 
-/** Seals a session token of `key` (its id and account), bound to `audience` or to none. */
+/**
+ * Seals a session token of `key` (its id and account), bound to `audience` or to none, and to
+ * the DPoP key whose thumbprint is `jkt` when there is one.
+ */
 export function sealFor(
   ctx: Needs<"clock" | "sealingKeys" | "sessionTokenTtlMs">,
   key: { id: string; ownerId: string },
   audience: string | null,
+  jkt?: string | null,
 ) {
   const issuedAt = ctx.clock();
   const expiresAt = issuedAt + ctx.sessionTokenTtlMs;
@@ -65,6 +69,7 @@ export function sealFor(
     issuedAt,
     expiresAt,
     audience,
+    ...(jkt && { jkt }),
   });
   return { sessionToken, issuedAt, expiresAt };
 }
@@ -109,6 +114,8 @@ type IntrospectionResult =
       clientId: string | null;
       issuedAt: number;
       expiresAt: number;
+      /** The thumbprint of the key the token is bound to (RFC 9449 `cnf.jkt`); null: bearer. */
+      jkt: string | null;
     };
 
 /**
@@ -133,6 +140,7 @@ export async function introspectSessionToken(
     clientId: judged.owner.clientId,
     issuedAt: judged.claims.issuedAt,
     expiresAt: judged.claims.expiresAt,
+    jkt: judged.claims.jkt ?? null,
   };
 }
 

@@ -17,6 +17,7 @@ import type { RateLimitSettings } from "../config.ts";
 import type { IdentityContext } from "../context.ts";
 import { MAX_BODY_BYTES, rateLimits } from "../domain/limits.ts";
 import { createClientDocumentCache, type OAuthDeps } from "../domain/oauth.ts";
+import { createDpopVerifier } from "../infra/dpop-proofs.ts";
 import {
   capConcurrentFetches,
   type FetchPolicy,
@@ -124,6 +125,12 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     },
     issuer: publicUrl,
   };
+  // DPoP proofs' jti are spent where the rate limits count: shared by every instance.
+  const dpop = createDpopVerifier({
+    seen: options.rateLimitStore,
+    nonceKey: ctx.keys.dpopNonces,
+    clock: ctx.clock,
+  });
   const guard = createWebGuard(ctx, {
     secure: publicUrl.startsWith("https://"),
     flashKey: options.flashKey,
@@ -142,7 +149,7 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     ...deviceEndpoints(deviceLogins),
     ...oauthEndpoints(
       ctx,
-      { ...oauth, publicUrl },
+      { ...oauth, publicUrl, dpop },
       {
         perUserKey: limiter("mintsPerUserKey"),
         refreshesPerAccount: limiter("refreshesPerAccount"),

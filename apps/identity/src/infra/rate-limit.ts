@@ -39,6 +39,11 @@ interface RateLimitHit {
  */
 export interface RateLimitStore {
   hit(bucket: string, windowMs: number): Promise<RateLimitHit>;
+  /**
+   * True the first time `key` is seen within `ttlMs`, false every later time, for every process
+   * sharing the store: a DPoP proof's `jti` is used once on every instance, not once on each.
+   */
+  seenOnce(key: string, ttlMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -125,7 +130,19 @@ export function tooManyRequests(result: RateLimitResult): HttpError {
  */
 export function createMemoryRateLimitStore(clock: Clock): RateLimitStore {
   const windows = new Map<string, { end: number; count: number }>();
+  /** Keys seen once, with when they may be forgotten. */
+  const seen = new Map<string, number>();
   return {
+    async seenOnce(key, ttlMs) {
+      const now = clock();
+      const until = seen.get(key);
+      if (until !== undefined && until > now) return false;
+      if (seen.size >= 100_000) {
+        for (const [old, end] of seen) if (end <= now) seen.delete(old);
+      }
+      seen.set(key, now + ttlMs);
+      return true;
+    },
     async hit(bucket, windowMs) {
       const now = clock();
       const end = now - (now % windowMs) + windowMs;
@@ -139,6 +156,7 @@ export function createMemoryRateLimitStore(clock: Clock): RateLimitStore {
     },
     async close() {
       windows.clear();
+      seen.clear();
     },
   };
 }
@@ -158,6 +176,16 @@ const ADD_HITS = `INSERT INTO rate_limits (key, window_start, count)
       THEN rate_limits.count + excluded.count ELSE excluded.count END,
     window_start = greatest(rate_limits.window_start, excluded.window_start)
   RETURNING count, window_start + ? - ${DATABASE_NOW_MS} AS "resetMs"` as const;
+
+/**
+ * A key seen once is a row of `rate_limits` whose window starts when it was first seen, so the
+ * purge of past windows forgets it once `keptMs` has passed (longer than any proof's window).
+ * The count never resets: a key inserted once answers false ever after, until it is purged.
+ */
+const SEE_ONCE = `INSERT INTO rate_limits (key, window_start, count)
+  VALUES (?, ${DATABASE_NOW_MS}::bigint, 1)
+  ON CONFLICT (key) DO UPDATE SET count = rate_limits.count + 1
+  RETURNING count` as const;
 
 /** What the counters in PostgreSQL write through: a prepared write, counted as every write. */
 export type CounterDatabase = Pick<OpenedDatabase<IdentityDatabase>, "write" | "handles">;
@@ -184,6 +212,7 @@ export function createDatabaseRateLimitStore(database: CounterDatabase): RateLim
     database,
     ADD_HITS,
   );
+  const seeOnce = createPreparedWrite<{ count: number | string }>(database, SEE_ONCE);
 
   async function add(bucket: string, windowMs: number, n: number): Promise<RateLimitHit> {
     const [row] = await addHits(bucket, windowMs, windowMs, n, windowMs);
@@ -219,6 +248,11 @@ export function createDatabaseRateLimitStore(database: CounterDatabase): RateLim
         if (!inFlight.has(bucket)) setImmediate(flush, bucket, windowMs);
       }
       return hit.promise;
+    },
+    async seenOnce(key) {
+      // Kept past any proof's window by the purge of `rate_limits` (RATE_LIMIT_RETENTION_MS).
+      const [row] = await seeOnce(`seen:${key}`);
+      return Number(row?.count) === 1;
     },
     async close() {},
   };
@@ -302,6 +336,19 @@ export function createRedisRateLimitStore(
         fail(error as Error);
         inMemoryUntil = performance.now() + REDIS_RETRY_AFTER_MS;
         return fallback.hit(bucket, windowMs);
+      }
+    },
+    async seenOnce(key, ttlMs) {
+      await settled;
+      if (performance.now() < inMemoryUntil) return fallback.seenOnce(key, ttlMs);
+      try {
+        const set = await redis.set(`agentpass:seen:${key}`, "1", "PX", ttlMs, "NX");
+        reported = false;
+        return set === "OK";
+      } catch (error) {
+        fail(error as Error);
+        inMemoryUntil = performance.now() + REDIS_RETRY_AFTER_MS;
+        return fallback.seenOnce(key, ttlMs);
       }
     },
     async close() {

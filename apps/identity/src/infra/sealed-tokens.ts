@@ -46,6 +46,11 @@ export interface SessionClaims {
   expiresAt: number;
   /** Partner id the token is bound to, or null for any partner. */
   audience: string | null;
+  /**
+   * The RFC 7638 thumbprint (SHA-256, base64url) of the key the token is bound to (RFC 9449
+   * `cnf.jkt`): it is good only with a proof signed by that key. Absent: a bearer token.
+   */
+  jkt?: string;
 }
 
 const SESSION_TOKEN_PREFIX = "aps_";
@@ -57,7 +62,12 @@ const UUID_LENGTH = 16;
 const TIME_LENGTH = 6;
 const PAYLOAD_LENGTH = UUID_LENGTH * 2 + TIME_LENGTH * 2 + 1;
 const MIN_LENGTH = HEADER_LENGTH + SALT_LENGTH + PAYLOAD_LENGTH + TAG_LENGTH;
-const MAX_LENGTH = MIN_LENGTH + UUID_LENGTH;
+const JKT_LENGTH = 32;
+const MAX_LENGTH = MIN_LENGTH + UUID_LENGTH + JKT_LENGTH;
+/** The payload's last fixed byte: which optional fields follow (audience, then jkt). */
+const HAS_AUDIENCE = 1;
+const HAS_JKT = 2;
+const JKT = /^[A-Za-z0-9_-]{43}$/;
 const MAX_TOKEN_CHARS = SESSION_TOKEN_PREFIX.length + Math.ceil((MAX_LENGTH * 4) / 3);
 const KDF_LABEL = Buffer.from("agentpass session token v1");
 const NONCE = Buffer.alloc(12);
@@ -130,27 +140,47 @@ function deriveTokenKey(key: SealingKey, salt: Buffer): KeyObject {
   );
 }
 
+/**
+ * The payload: key id, account id, issued, expires, a flags byte, then the audience and the jkt
+ * when their flag is set. A token without a jkt is byte for byte what it was before jkt existed
+ * (flags 0 or 1), so the releases beside this one open each other's bearer tokens; a bound token
+ * (flag 2) does not open in a release that does not know it, which refuses it rather than
+ * taking it for a bearer token.
+ */
 function encodeClaims(claims: SessionClaims): Buffer {
-  const out = Buffer.alloc(PAYLOAD_LENGTH + (claims.audience ? UUID_LENGTH : 0));
+  if (claims.jkt !== undefined && !JKT.test(claims.jkt)) throw new Error("malformed jkt");
+  const out = Buffer.alloc(
+    PAYLOAD_LENGTH + (claims.audience ? UUID_LENGTH : 0) + (claims.jkt ? JKT_LENGTH : 0),
+  );
   let offset = writeUuid(out, claims.userKeyId, 0);
   offset = writeUuid(out, claims.accountId, offset);
   offset = out.writeUIntBE(claims.issuedAt, offset, TIME_LENGTH);
   offset = out.writeUIntBE(claims.expiresAt, offset, TIME_LENGTH);
-  offset = out.writeUInt8(claims.audience ? 1 : 0, offset);
-  if (claims.audience) writeUuid(out, claims.audience, offset);
+  const flags = (claims.audience ? HAS_AUDIENCE : 0) | (claims.jkt ? HAS_JKT : 0);
+  offset = out.writeUInt8(flags, offset);
+  if (claims.audience) offset = writeUuid(out, claims.audience, offset);
+  if (claims.jkt) out.write(claims.jkt, offset, JKT_LENGTH, "base64url");
   return out;
 }
 
 function decodeClaims(payload: Buffer): SessionClaims | null {
-  const hasAudience = payload.readUInt8(PAYLOAD_LENGTH - 1) === 1;
-  if (payload.length !== PAYLOAD_LENGTH + (hasAudience ? UUID_LENGTH : 0)) return null;
-  return {
+  const flags = payload.readUInt8(PAYLOAD_LENGTH - 1);
+  if ((flags & ~(HAS_AUDIENCE | HAS_JKT)) !== 0) return null;
+  const audienceLength = flags & HAS_AUDIENCE ? UUID_LENGTH : 0;
+  const jktLength = flags & HAS_JKT ? JKT_LENGTH : 0;
+  if (payload.length !== PAYLOAD_LENGTH + audienceLength + jktLength) return null;
+  const claims: SessionClaims = {
     userKeyId: readUuid(payload, 0),
     accountId: readUuid(payload, UUID_LENGTH),
     issuedAt: payload.readUIntBE(UUID_LENGTH * 2, TIME_LENGTH),
     expiresAt: payload.readUIntBE(UUID_LENGTH * 2 + TIME_LENGTH, TIME_LENGTH),
-    audience: hasAudience ? readUuid(payload, PAYLOAD_LENGTH) : null,
+    audience: audienceLength ? readUuid(payload, PAYLOAD_LENGTH) : null,
   };
+  if (jktLength) {
+    const start = PAYLOAD_LENGTH + audienceLength;
+    claims.jkt = payload.toString("base64url", start, start + JKT_LENGTH);
+  }
+  return claims;
 }
 
 function writeUuid(out: Buffer, uuid: string, offset: number): number {

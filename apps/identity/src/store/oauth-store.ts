@@ -6,6 +6,8 @@ interface RegisteredClient {
   clientName: string;
   redirectUris: string[];
   createdAt: number;
+  /** `dpop_bound_access_tokens: true` was registered (RFC 9449 section 5.2). */
+  dpopBound: boolean;
 }
 
 type AuthorizationCode = IdentityDatabase["oauth_codes"];
@@ -29,6 +31,8 @@ interface NewGrant {
   secretHash: string;
   familyHash: string | null;
   refreshHash: string | null;
+  /** The DPoP key thumbprint its refresh token is bound to; null: a bearer refresh token. */
+  dpopJkt: string | null;
 }
 
 /** A grant as the refresh grant judges it. */
@@ -43,6 +47,8 @@ export interface GrantRecord {
   refreshHash: string | null;
   generation: number;
   rotatedAt: number | null;
+  /** The DPoP key thumbprint its refresh token is bound to; null: a bearer refresh token. */
+  dpopJkt: string | null;
 }
 
 /** A grant as its person sees it on the dashboard. */
@@ -78,6 +84,7 @@ export function createOAuthStore(
             redirect_uris: JSON.stringify(client.redirectUris),
             created_at: client.createdAt,
             last_used_at: null,
+            dpop_bound: client.dpopBound ? 1 : 0,
           })
           .execute(),
       );
@@ -106,6 +113,7 @@ export function createOAuthStore(
           clientName: row.client_name,
           redirectUris: JSON.parse(row.redirect_uris) as string[],
           createdAt: row.created_at,
+          dpopBound: row.dpop_bound === 1,
         }
       );
     },
@@ -236,6 +244,7 @@ export function createOAuthStore(
             refresh_hash: grant.refreshHash,
             generation: 0,
             rotated_at: null,
+            dpop_jkt: grant.dpopJkt,
           })
           .execute();
       });
@@ -257,6 +266,7 @@ export function createOAuthStore(
           "g.refresh_hash as refreshHash",
           "g.generation as generation",
           "g.rotated_at as rotatedAt",
+          "g.dpop_jkt as dpopJkt",
         ])
         .where("g.key_id", "=", id)
         .executeTakeFirst();

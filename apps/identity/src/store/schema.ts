@@ -35,6 +35,11 @@ export interface IdentityDatabase {
     generation: number;
     /** When the current refresh token replaced its predecessor. */
     rotated_at: number | null;
+    /**
+     * The thumbprint of the DPoP key the grant's refresh token is bound to (migration 0017):
+     * a refresh needs a proof by that key. Null: a bearer refresh token.
+     */
+    dpop_jkt: string | null;
   };
   partners: {
     id: string;
@@ -121,6 +126,8 @@ export interface IdentityDatabase {
      * is deleted a day after it registered (`store/purge.ts`).
      */
     last_used_at: number | null;
+    /** 1: the client registered `dpop_bound_access_tokens: true` (RFC 9449 section 5.2). */
+    dpop_bound: number;
   };
   oauth_codes: {
     code_hash: string;
@@ -138,6 +145,8 @@ export interface IdentityDatabase {
     key_id: string | null;
     /** The client's name at consent (migration 0011); null for codes issued before. */
     client_name: string | null;
+    /** `dpop_jkt` of the authorization request (migration 0017): redeemed with that key only. */
+    dpop_jkt: string | null;
   };
   partner_resources: { url: string; partner_id: string; created_at: number };
   usage_daily: { partner_id: string; day: string; outcome: string; count: number };

@@ -131,6 +131,8 @@ export function deviceEndpoints(flow: DeviceFlow): Endpoint[] {
           clientId: CLI_CLIENT_ID,
           deviceCode: body.device_code,
           audience: async () => null,
+          // The older alias reads no DPoP proof: its grants are bearer ones, as before.
+          jkt: null,
         });
         if (!polled.ok) return polled.answer;
         const { userKey, keyId, onWritten } = polled.issued;

@@ -114,6 +114,8 @@ export function deviceFlow(
       deviceCode: string;
       /** The partner the session token is for: null for none, undefined for an unknown one. */
       audience: () => Promise<string | null | undefined>;
+      /** The thumbprint of the DPoP key the grant is bound to; null: a bearer grant. */
+      jkt: string | null;
     },
   ): Promise<Outcome<{ issued: DeviceIssued }>> {
     if (!(await resolveClient(ctx, deps, asked.clientId, request.clientIp()))) {
@@ -124,7 +126,7 @@ export function deviceFlow(
       return { ok: false, answer: oauthError("invalid_target", "Unknown resource") };
     }
     const code = asked.deviceCode.slice(0, 100);
-    const polled = await pollDeviceLogin(ctx, code, asked.clientId);
+    const polled = await pollDeviceLogin(ctx, code, asked.clientId, asked.jkt);
     if (!polled.ok) {
       return { ok: false, answer: oauthError(polled.error, POLL_ERROR_DESCRIPTIONS[polled.error]) };
     }
@@ -137,7 +139,8 @@ export function deviceFlow(
     };
     const client = clientOf(request);
     await recordGrantCreated(ctx, client, grant);
-    const sealed = sealFor(ctx, { id: polled.keyId, ownerId: polled.accountId }, audience);
+    const owner = { id: polled.keyId, ownerId: polled.accountId };
+    const sealed = sealFor(ctx, owner, audience, asked.jkt);
     return {
       ok: true,
       issued: {

@@ -1,6 +1,7 @@
 import type { Endpoint } from "@agentpass/http";
 import type { IdentityContext } from "../../../context.ts";
 import type { OAuthDeps } from "../../../domain/oauth.ts";
+import type { DpopVerifier } from "../../../infra/dpop-proofs.ts";
 import type { RateLimiter } from "../../../infra/rate-limit.ts";
 import { deviceAuthorizationEndpoint } from "./device-authorization.ts";
 import type { DeviceFlow } from "./device-flow.ts";
@@ -24,13 +25,13 @@ interface OAuthLimits extends TokenLimits {
 
 export function oauthEndpoints(
   ctx: IdentityContext,
-  deps: OAuthDeps & { publicUrl: string },
+  deps: OAuthDeps & { publicUrl: string; dpop: DpopVerifier },
   limits: OAuthLimits,
   flow: DeviceFlow,
 ): Endpoint[] {
   return [
     metadataEndpoint(deps.publicUrl),
-    tokenEndpoint(ctx, limits, flow),
+    tokenEndpoint(ctx, deps, limits, flow),
     deviceAuthorizationEndpoint(flow),
     introspectionEndpoint(ctx, deps.publicUrl, limits),
     revocationEndpoint(ctx, limits),

@@ -25,7 +25,11 @@ const IntrospectionResponse = z
     iat: z.number().optional(),
     exp: z.number().optional(),
     iss: z.string().optional(),
-    token_type: z.literal("Bearer").optional(),
+    token_type: z.enum(["Bearer", "DPoP"]).optional(),
+    cnf: z
+      .object({ jkt: z.string() })
+      .optional()
+      .meta({ description: "RFC 9449: the thumbprint of the key a DPoP-bound token needs" }),
   })
   .meta({ id: "IntrospectionResponse" });
 
@@ -100,7 +104,8 @@ export function introspectionEndpoint(
           iat: Math.floor(result.issuedAt / 1000),
           exp: Math.floor(result.expiresAt / 1000),
           iss: issuer,
-          token_type: "Bearer",
+          token_type: result.jkt ? "DPoP" : "Bearer",
+          ...(result.jkt && { cnf: { jkt: result.jkt } }),
         },
         headers: NO_STORE,
       };

@@ -1,5 +1,6 @@
 import { defineEndpoint } from "@agentpass/http";
 import { z } from "zod";
+import { DPOP_ALGORITHMS } from "../../../infra/dpop-proofs.ts";
 import { DEVICE_CODE_GRANT } from "./token.ts";
 
 const Metadata = z
@@ -21,6 +22,7 @@ const Metadata = z
     introspection_endpoint_auth_methods_supported: z.array(z.string()),
     client_id_metadata_document_supported: z.boolean(),
     authorization_response_iss_parameter_supported: z.boolean(),
+    dpop_signing_alg_values_supported: z.array(z.string()),
     service_documentation: z.string(),
   })
   .meta({ id: "AuthorizationServerMetadata" });
@@ -46,6 +48,7 @@ export function metadataEndpoint(issuer: string) {
     introspection_endpoint_auth_methods_supported: ["client_secret_basic", "bearer"],
     client_id_metadata_document_supported: true,
     authorization_response_iss_parameter_supported: true,
+    dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
     service_documentation: `${issuer}/docs`,
   };
   return defineEndpoint({

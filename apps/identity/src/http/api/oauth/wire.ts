@@ -31,6 +31,8 @@ const OAUTH_REFUSALS = {
   slow_down: { status: 400, error: "slow_down" },
   access_denied: { status: 400, error: "access_denied" },
   expired_token: { status: 400, error: "expired_token" },
+  invalid_dpop_proof: { status: 400, error: "invalid_dpop_proof" },
+  use_dpop_nonce: { status: 400, error: "use_dpop_nonce" },
   rate_limited: { status: 429, error: "temporarily_unavailable" },
   unavailable: { status: 503, error: "temporarily_unavailable" },
   server_error: { status: 500, error: "server_error" },
