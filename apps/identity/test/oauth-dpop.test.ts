@@ -230,6 +230,13 @@ for (const engine of testEngines()) {
         { DPoP: dpop },
       );
       assert.equal(again.token_type, "dpop");
+
+      // Nor does the bound user key mint a bearer token at the API.
+      const minted = await fetch(`${as.issuer}/api/session-tokens`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${tokens.refresh_token}` },
+      });
+      assert.equal(minted.status, 401);
     });
 
     it("binds a code by dpop_jkt and a browser flow's rotating refresh token to the key", async () => {

@@ -82,6 +82,7 @@ for (const engine of testEngines()) {
         clientId: null,
         audience: null,
         rotating: 0,
+        dpopJkt: null,
       });
       assert.equal(await store.findKeyByHash(checked, "partner_keys", input.secretHash), undefined);
     });

@@ -156,7 +156,8 @@ export async function refreshGrant(
   }
   // RFC 9449 section 5: a bound refresh token is good only with a proof by its key. Judged
   // before anything is counted or rotated, so a copy without the key changes nothing.
-  const boundTo = await dpopKeyOf(ctx, presented);
+  const boundTo =
+    presented.kind === "key" ? (presented.key.dpopJkt ?? null) : presented.grant.dpopJkt;
   if (boundTo !== null && fields.jkt !== boundTo) {
     return refused("invalid_grant", "The refresh token is bound to another DPoP key");
   }
@@ -192,17 +193,6 @@ export async function refreshGrant(
   ctx.keyUsage.record("user_keys", grant.id, now);
   const sealed = sealFor(ctx, { id: grant.id, ownerId: grant.accountId }, audience, fields.jkt);
   return { ok: true, accessToken: sealed.sessionToken, expiresIn, refreshToken: next };
-}
-
-/**
- * The DPoP key a presented refresh token is bound to, or null. A user key's grant row is read
- * for it (a device login's); a key made by hand has none, and is a bearer token.
- */
-async function dpopKeyOf(ctx: Needs<"oauth">, presented: PresentedToken): Promise<string | null> {
-  if (presented.kind === "family") return presented.grant.dpopJkt;
-  if (!presented.key.clientId) return null;
-  const grant = await ctx.oauth.findGrant(presented.key.id);
-  return grant?.dpopJkt ?? null;
 }
 
 /**
@@ -352,6 +342,7 @@ type PresentedToken =
         revokedAt: number | null;
         clientId?: string | null;
         audience?: string | null;
+        dpopJkt?: string | null;
       };
     }
   | PresentedFamilyToken;

@@ -35,6 +35,9 @@ export async function mintSessionToken(
   // only, where each use replaces it (a replay is then seen).
   if (key.rotating) return { ok: false, code: "INVALID_USER_KEY" };
   if (key.revokedAt !== null) return { ok: false, code: "REVOKED_USER_KEY" };
+  // A key bound to a DPoP key (a device login's, RFC 9449) is good only with a proof by it, at
+  // the token endpoint: minting a bearer token here would unbind it.
+  if (key.dpopJkt) return { ok: false, code: "INVALID_USER_KEY" };
   const limit = await perUserKey.take(key.id);
   if (!limit.ok) return { ok: false, code: "RATE_LIMITED", limit };
   // A key bound to a partner (consented to for it) mints for that partner only.

@@ -50,6 +50,8 @@ export type KeyByHash = {
   clientId?: string | null;
   audience?: string | null;
   rotating?: number;
+  /** User keys only: the DPoP key a grant's key is bound to (RFC 9449); null: bearer. */
+  dpopJkt?: string | null;
   /** Partner keys only: when the operator suspended the key's partner; null: not suspended. */
   suspendedAt?: number | null;
 };
@@ -80,7 +82,7 @@ export function createKeyStore(
     user_keys: caches.cached(
       createPreparedQuery<KeyByHash>(
         database,
-        'SELECT id, account_id AS "ownerId", revoked_at AS "revokedAt", client_id AS "clientId", audience, rotating FROM user_keys WHERE secret_hash = ?',
+        'SELECT id, account_id AS "ownerId", revoked_at AS "revokedAt", client_id AS "clientId", audience, rotating, dpop_jkt AS "dpopJkt" FROM user_keys WHERE secret_hash = ?',
       ),
       evictUserKeyByHash,
     ),
@@ -122,6 +124,7 @@ export function createKeyStore(
                 client_id: null,
                 audience: null,
                 rotating: 0,
+                dpop_jkt: null,
               })
               .execute()
           : // A key made while its partner is suspended is suspended with it.

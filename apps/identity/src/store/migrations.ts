@@ -145,12 +145,13 @@ export const identityMigrations = (engine: Engine): Record<string, Migration> =>
   "0015_data_lifecycle": { up: (db: AnyDb) => prepareDataLifecycle(db, engine) },
   "0016_audit_folding": { up: (db: AnyDb) => foldAuditRepeats(db) },
   "0017_dpop_binding": {
-    // RFC 9449: the thumbprint of the key a code (`dpop_jkt` at consent) and a grant's refresh
-    // token are bound to, and whether a registered client asked for bound tokens only. Expand
-    // only: the columns are nullable or defaulted, so the release before runs beside this one
-    // (it ignores the binding, which is why a release that binds is not rolled back past).
+    // RFC 9449: the thumbprint of the key a code (`dpop_jkt` at consent) and a grant's key (its
+    // refresh token) are bound to, and whether a registered client asked for bound tokens only.
+    // On the key row, read with the key (cached): a bound key refreshes and mints with its proof
+    // only. Expand only: the columns are nullable or defaulted, so the release before runs beside
+    // this one (it ignores the binding, which is why a release that binds is not rolled back past).
     async up(db: AnyDb) {
-      await sql`ALTER TABLE grants ADD COLUMN dpop_jkt text`.execute(db);
+      await sql`ALTER TABLE user_keys ADD COLUMN dpop_jkt text`.execute(db);
       await sql`ALTER TABLE oauth_codes ADD COLUMN dpop_jkt text`.execute(db);
       await sql`ALTER TABLE oauth_clients ADD COLUMN dpop_bound integer NOT NULL DEFAULT 0`.execute(
         db,

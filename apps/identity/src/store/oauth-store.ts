@@ -231,6 +231,7 @@ export function createOAuthStore(
             client_id: grant.clientId,
             audience: grant.audience,
             rotating: grant.rotating ? 1 : 0,
+            dpop_jkt: grant.dpopJkt,
           })
           .execute();
         await trx
@@ -244,7 +245,6 @@ export function createOAuthStore(
             refresh_hash: grant.refreshHash,
             generation: 0,
             rotated_at: null,
-            dpop_jkt: grant.dpopJkt,
           })
           .execute();
       });
@@ -266,7 +266,7 @@ export function createOAuthStore(
           "g.refresh_hash as refreshHash",
           "g.generation as generation",
           "g.rotated_at as rotatedAt",
-          "g.dpop_jkt as dpopJkt",
+          "k.dpop_jkt as dpopJkt",
         ])
         .where("g.key_id", "=", id)
         .executeTakeFirst();

@@ -13,6 +13,11 @@ export interface IdentityDatabase {
     rotating: number;
     /** Unused since migration 0011 (grants rotate in place); kept for the release before. */
     replaced_by: string | null;
+    /**
+     * The thumbprint of the DPoP key a grant's key is bound to (migration 0017): it refreshes
+     * only with a proof by that key, and mints nothing at `/api/session-tokens`. Null: bearer.
+     */
+    dpop_jkt: string | null;
   };
   /**
    * A grant (migration 0011): a user key with a client (`user_keys.client_id`) is the grant's
@@ -35,11 +40,6 @@ export interface IdentityDatabase {
     generation: number;
     /** When the current refresh token replaced its predecessor. */
     rotated_at: number | null;
-    /**
-     * The thumbprint of the DPoP key the grant's refresh token is bound to (migration 0017):
-     * a refresh needs a proof by that key. Null: a bearer refresh token.
-     */
-    dpop_jkt: string | null;
   };
   partners: {
     id: string;
