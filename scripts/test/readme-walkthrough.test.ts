@@ -44,6 +44,8 @@ const RUN = {
   "partner-flask":
     "Debian's python3, the package from packages/python/src: a server asked as partner-express is",
   "openid-client-device": "node, as a .mjs; the device login is approved as ada",
+  "openid-client-dpop":
+    "node, as a .mjs after openid-client-device's discovery and device start; approved as ada",
   "mcp-sdk-header": "node, as a .ts, with the CLI logged in",
   "mcp-static-header":
     "its url and headers (the token placeholder minted) initialize an MCP session",
@@ -425,6 +427,22 @@ describe("the snippets of the README and docs/", () => {
       assertSucceeded(result, "the openid-client snippet");
       assert.match(result.stdout, /Open http:\/\/localhost:\d+\/device and type [A-Z]{4}-[A-Z]{4}/);
       assert.match(result.stdout, /^bearer 300$/im);
+    });
+
+    it("openid-client-dpop: logs in by device flow with a DPoP key and refreshes bound", async () => {
+      // The snippet goes on from the device snippet's discovery and start, as the page says.
+      const device = snippet("openid-client-device");
+      const started = device.slice(0, device.indexOf("const tokens ="));
+      const file = join(scratch, "device-login-dpop.mjs");
+      writeFileSync(file, `${started}${snippet("openid-client-dpop")}`);
+      const result = await run(
+        process.execPath,
+        [file],
+        { ...env, AGENTPASS_URL: identityUrl },
+        approveAsAda,
+      );
+      assertSucceeded(result, "the openid-client DPoP snippet");
+      assert.match(result.stdout, /^dpop$/im);
     });
 
     it("mcp-sdk-header: calls a tool and reads a note over /mcp with the CLI's tokens", async () => {
