@@ -40,6 +40,9 @@ async function startIssuer(engine: Engine) {
 
 type Issuer = Awaited<ReturnType<typeof startIssuer>>;
 
+/** The CLI's public client: device logins, and user keys presented as refresh tokens. */
+const agent: oauth.Client = { client_id: "agentpass-cli" };
+
 /** Plain http on loopback: oauth4webapi asks for it by name on every call. */
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
 
@@ -105,13 +108,28 @@ for (const engine of testEngines()) {
       await issuer.close();
     });
 
+    /** An agent's user key (a new one) presented as a refresh token with `dpop`'s proof. */
+    async function mintBound(dpop: oauth.DPoPHandle) {
+      const userKey = await issuer.identity.userKey();
+      return withNonceRetry(async () =>
+        oauth.processRefreshTokenResponse(
+          as,
+          agent,
+          await oauth.refreshTokenGrantRequest(as, agent, oauth.None(), userKey.key, {
+            DPoP: dpop,
+            ...insecure,
+          }),
+        ),
+      );
+    }
+
     it("discovers the token endpoint and the proof algorithms from the issuer URL", () => {
       assert.equal(as.token_endpoint, `${issuer.issuer}/oauth/token`);
       assert.ok(as.dpop_signing_alg_values_supported?.includes("ES256"));
     });
 
     it("binds a device login to the key: nonce retry, refresh, cnf.jkt, another key refused", async () => {
-      const client: oauth.Client = { client_id: "agentpass-cli" };
+      const client = agent;
       const { handle, jkt } = await dpopKey(client);
       const started = await oauth.processDeviceAuthorizationResponse(
         as,
@@ -252,20 +270,19 @@ for (const engine of testEngines()) {
       assert.equal((await introspect(as, partner.key, refreshed.access_token)).cnf?.jkt, jkt);
     });
 
+    it("binds a token to a key of each algorithm the metadata advertises", async () => {
+      const partner = await issuer.identity.partner();
+      for (const alg of as.dpop_signing_alg_values_supported ?? []) {
+        const pair = await oauth.generateKeyPair(alg, { extractable: true });
+        const jkt = await calculateJwkThumbprint(await exportJWK(pair.publicKey));
+        const tokens = await mintBound(oauth.DPoP(agent, pair));
+        assert.equal(tokens.token_type, "dpop", alg);
+        assert.equal((await introspect(as, partner.key, tokens.access_token)).cnf?.jkt, jkt, alg);
+      }
+    });
+
     it("refuses a bound access token presented as a Bearer token where tokens are checked", async () => {
-      const client: oauth.Client = { client_id: "agentpass-cli" };
-      const { handle } = await dpopKey(client);
-      const userKey = await issuer.identity.userKey();
-      const tokens = await withNonceRetry(async () =>
-        oauth.processRefreshTokenResponse(
-          as,
-          client,
-          await oauth.refreshTokenGrantRequest(as, client, oauth.None(), userKey.key, {
-            DPoP: handle,
-            ...insecure,
-          }),
-        ),
-      );
+      const tokens = await mintBound((await dpopKey(agent)).handle);
       assert.equal(tokens.token_type, "dpop");
       const partner = await issuer.identity.partner();
       const verified = await fetch(`${issuer.issuer}/api/verify`, {
