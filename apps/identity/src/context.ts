@@ -4,6 +4,7 @@ import type { Clock } from "./domain/clock.ts";
 import type { KeyUsageRecorder } from "./domain/key-usage.ts";
 import type { SealingKeyRing } from "./domain/sealing-keys.ts";
 import type { UsageRecorder } from "./domain/usage-recorder.ts";
+import type { DpopVerifier } from "./infra/dpop-proofs.ts";
 import type { OAuthStore } from "./store/oauth-store.ts";
 import type { Store } from "./store/store.ts";
 import type { UsageStore } from "./store/usage-store.ts";
@@ -23,12 +24,17 @@ export interface IdentityContext {
   audit: AuditTrail;
   sessionTokenTtlMs: number;
   /**
+   * Checks DPoP proofs (RFC 9449) and spends their `jti` where the rate limits count, shared by
+   * every instance: a proof is accepted once, whichever instance sees it. Its nonces are an HMAC
+   * under a key derived from the service's secret, so every instance accepts the same ones.
+   */
+  dpop: DpopVerifier;
+  /**
    * Keys derived from the service's secret (`deriveServiceKey`), never in the database:
    * `shortCodes` keys the HMAC stored for sign-in codes and device user codes; `refreshTokens`
-   * derives a rotating refresh token's successor (`domain/grants.ts`); `dpopNonces` makes the
-   * stateless DPoP nonces every instance accepts (`infra/dpop-proofs.ts`).
+   * derives a rotating refresh token's successor (`domain/grants.ts`).
    */
-  keys: { shortCodes: KeyObject; refreshTokens: KeyObject; dpopNonces: KeyObject };
+  keys: { shortCodes: KeyObject; refreshTokens: KeyObject };
 }
 
 /** The part of the context a function uses: `ctx: Needs<"store" | "clock">`. */

@@ -24,6 +24,7 @@ import { loadSealingKeys, serviceSecret } from "./domain/sealing-keys.ts";
 import { createUsageRecorder } from "./domain/usage-recorder.ts";
 import { createApp } from "./http/app.ts";
 import { deriveFlashKey, deriveServiceKey, keyedHash } from "./infra/crypto.ts";
+import { createDpopVerifier } from "./infra/dpop-proofs.ts";
 import { createLogger } from "./infra/logger.ts";
 import { createMailer } from "./infra/mailer.ts";
 import {
@@ -129,6 +130,9 @@ export async function openIdentityService(
     const sealingKeys = await loadSealingKeys(store, config, clock, logger);
     // Read once the keys are loaded: loading makes DATA_DIR/identity.secret on a first start.
     const secret = serviceSecret(config);
+    const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
+      logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
+    );
     const ctx: IdentityContext = {
       store,
       oauth: createOAuthStore(database),
@@ -141,11 +145,13 @@ export async function openIdentityService(
       sealingKeys,
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
       keys: serviceKeys(secret),
+      dpop: createDpopVerifier({
+        seen: rateLimitStore,
+        nonceKey: deriveServiceKey(secret, "agentpass dpop nonces v1"),
+        clock,
+      }),
     };
     const mailer = createMailer(config.smtpUrl, config.mailFrom, logger);
-    const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
-      logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
-    );
     // Serving instances purge (`announce`); a one-shot admin command deletes nothing it did not
     // ask for, however long it runs (an export waits out the instances' usage writes).
     const purges = options.announce
@@ -251,6 +257,5 @@ function serviceKeys(secret: string | Buffer): IdentityContext["keys"] {
   return {
     shortCodes: deriveServiceKey(secret, "agentpass short codes v1"),
     refreshTokens: deriveServiceKey(secret, "agentpass refresh tokens v1"),
-    dpopNonces: deriveServiceKey(secret, "agentpass dpop nonces v1"),
   };
 }

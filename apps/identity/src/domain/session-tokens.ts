@@ -1,13 +1,30 @@
 import type { IdentityContext, Needs } from "../context.ts";
+import type { ProofFault } from "../infra/dpop-proofs.ts";
 import type { RateLimiter, RateLimitResult } from "../infra/rate-limit.ts";
 import { CLOCK_SKEW_MS, type SessionClaims, sealSessionToken } from "../infra/sealed-tokens.ts";
 import type { TokenOwner } from "../store/store.ts";
 import { hashKey, isWellFormedKey } from "./keys.ts";
+import type { VerifyOutcome } from "./usage-recorder.ts";
+
+/** A DPoP proof (RFC 9449) as a request carried it, with that request's method and URL. */
+export interface PresentedProof {
+  proof: string;
+  method: string;
+  url: string;
+}
 
 type MintResult =
-  | { ok: true; sessionToken: string; expiresAt: number; limit: RateLimitResult }
+  | {
+      ok: true;
+      sessionToken: string;
+      expiresAt: number;
+      /** The thumbprint of the key the token is bound to; null: a bearer token. */
+      jkt: string | null;
+      limit: RateLimitResult;
+    }
   | { ok: false; code: "RATE_LIMITED"; limit: RateLimitResult }
-  | { ok: false; code: "INVALID_USER_KEY" | "REVOKED_USER_KEY" | "INVALID_AUDIENCE" };
+  | { ok: false; code: "INVALID_USER_KEY" | "REVOKED_USER_KEY" | "INVALID_AUDIENCE" }
+  | { ok: false; code: "INVALID_DPOP_PROOF"; description: string };
 
 /**
  * The partner a mint asks its token to be bound to (`partnerId`, or null for any partner), or
@@ -17,8 +34,10 @@ type MintResult =
 type RequestedAudience = { partnerId: string | null } | "malformed";
 
 /**
- * Trades a user key for a session token, optionally bound to one partner (`audience`). Each
- * mint by a working key counts against `perUserKey`.
+ * Trades a user key for a session token, optionally bound to one partner (`audience`), and to
+ * the key of the request's DPoP `proof` when it carries one. Each mint by a working key counts
+ * against `perUserKey`. The proof is judged last, after the key, so a caller without a working
+ * key learns nothing from it, and its `jti` is spent only by a mint that passed everything else.
  * Writes nothing else: the token is sealed, and the key's last use is recorded in a later batch.
  */
 export async function mintSessionToken(
@@ -26,6 +45,7 @@ export async function mintSessionToken(
   userKey: string,
   audience: RequestedAudience,
   perUserKey: RateLimiter,
+  proof: PresentedProof | null = null,
 ): Promise<MintResult> {
   if (!isWellFormedKey("user", userKey)) return { ok: false, code: "INVALID_USER_KEY" };
   const checked = await ctx.store.beginHotRead();
@@ -35,9 +55,9 @@ export async function mintSessionToken(
   // only, where each use replaces it (a replay is then seen).
   if (key.rotating) return { ok: false, code: "INVALID_USER_KEY" };
   if (key.revokedAt !== null) return { ok: false, code: "REVOKED_USER_KEY" };
-  // A key bound to a DPoP key (a device login's, RFC 9449) is good only with a proof by it, at
-  // the token endpoint: minting a bearer token here would unbind it.
-  if (key.dpopJkt) return { ok: false, code: "INVALID_USER_KEY" };
+  // A key bound to a DPoP key (a device login's, RFC 9449) is good only with a proof by it:
+  // minting a bearer token with it would unbind it.
+  if (key.dpopJkt && !proof) return { ok: false, code: "INVALID_USER_KEY" };
   const limit = await perUserKey.take(key.id);
   if (!limit.ok) return { ok: false, code: "RATE_LIMITED", limit };
   // A key bound to a partner (consented to for it) mints for that partner only.
@@ -49,9 +69,21 @@ export async function mintSessionToken(
     if (boundTo !== null && boundTo !== partnerId) return { ok: false, code: "INVALID_AUDIENCE" };
     boundTo = partnerId;
   }
-  const { sessionToken, issuedAt, expiresAt } = sealFor(ctx, key, boundTo);
+  let jkt: string | null = null;
+  if (proof) {
+    const proven = await ctx.dpop.verify(proof.proof, {
+      method: proof.method,
+      url: proof.url,
+      requireNonce: false,
+      ...(key.dpopJkt && { boundTo: { jkt: key.dpopJkt, holder: "login" as const } }),
+    });
+    if (!proven.ok)
+      return { ok: false, code: "INVALID_DPOP_PROOF", description: proven.description };
+    jkt = proven.jkt;
+  }
+  const { sessionToken, issuedAt, expiresAt } = sealFor(ctx, key, boundTo, jkt);
   ctx.keyUsage.record("user_keys", key.id, issuedAt);
-  return { ok: true, sessionToken, expiresAt, limit };
+  return { ok: true, sessionToken, expiresAt, jkt, limit };
 }
 
 /**
@@ -77,23 +109,40 @@ export function sealFor(
   return { sessionToken, issuedAt, expiresAt };
 }
 
+/** A bound token whose request does not prove its holder: no proof, or why the proof fails. */
+export type HolderRefusal =
+  | { code: "SESSION_TOKEN_PROOF_REQUIRED" }
+  | { code: "SESSION_TOKEN_PROOF_INVALID"; description: string };
+
 type VerifyResult =
   | { ok: true; email: string; expiresAt: number; partnerId: string }
   | { ok: false; code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" }
-  | { ok: false; code: "INVALID_SESSION_TOKEN"; partnerKeyId: string };
+  | { ok: false; code: "INVALID_SESSION_TOKEN"; partnerKeyId: string }
+  | { ok: false; code: "SESSION_TOKEN_PROOF_REQUIRED"; partnerKeyId: string }
+  | { ok: false; code: "SESSION_TOKEN_PROOF_INVALID"; partnerKeyId: string; description: string };
+
+/**
+ * How the holder of a token bound to a key is proven: by the DPoP proof of the request the token
+ * came with (`null`: that request carried none, which refuses the token), or not here at all
+ * (`unchecked`: introspection, whose caller checks the proof itself against `cnf.jkt`).
+ */
+export type HolderProof = PresentedProof | null | "unchecked";
 
 /**
  * What a partner learns from a session token: the email of the account that minted it.
- * The partner key is judged first (invalid, then revoked), then the token. Every way a token
- * can be bad — expired, tampered, bound to another partner, from a revoked or deleted key —
- * gives the same INVALID_SESSION_TOKEN, so a partner learns nothing from the difference.
+ * The partner key is judged first (invalid, then revoked), then the token, then — for a token
+ * bound to a key — the request's `proof`. Every way a token can be bad — expired, tampered,
+ * bound to another partner, from a revoked or deleted key — gives the same
+ * INVALID_SESSION_TOKEN, so a partner learns nothing from the difference. A token that is not
+ * bound ignores `proof`.
  */
 export async function verifySessionToken(
   ctx: IdentityContext,
   partnerKey: string,
   sessionToken: string,
+  proof: PresentedProof | null = null,
 ): Promise<VerifyResult> {
-  const judged = await judgeSessionToken(ctx, partnerKey, sessionToken);
+  const judged = await judgeSessionToken(ctx, partnerKey, sessionToken, proof);
   if (!judged.ok) return judged;
   return {
     ok: true,
@@ -105,7 +154,8 @@ export async function verifySessionToken(
 
 type IntrospectionResult =
   | { ok: false; code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" }
-  | { ok: true; active: false }
+  /** `holderRefusal`: a bound token the request's proof did not prove (the extension's answer). */
+  | { ok: true; active: false; holderRefusal?: HolderRefusal }
   | {
       ok: true;
       active: true;
@@ -123,16 +173,27 @@ type IntrospectionResult =
 
 /**
  * RFC 7662 for partners: what `verifySessionToken` judges, told as introspection. The partner
- * key is judged the same way; every bad token, whatever its fault, is just inactive.
+ * key is judged the same way; every bad token, whatever its fault, is just inactive. A bound
+ * token's proof is checked when the caller tells the request (`proof` not `unchecked`), and a
+ * refused one says why.
  */
 export async function introspectSessionToken(
   ctx: IdentityContext,
   partnerKey: string,
   token: string,
+  proof: HolderProof = "unchecked",
 ): Promise<IntrospectionResult> {
-  const judged = await judgeSessionToken(ctx, partnerKey, token);
+  const judged = await judgeSessionToken(ctx, partnerKey, token, proof);
   if (!judged.ok) {
-    return judged.code === "INVALID_SESSION_TOKEN" ? { ok: true, active: false } : judged;
+    switch (judged.code) {
+      case "INVALID_SESSION_TOKEN":
+        return { ok: true, active: false };
+      case "SESSION_TOKEN_PROOF_REQUIRED":
+      case "SESSION_TOKEN_PROOF_INVALID":
+        return { ok: true, active: false, holderRefusal: judged };
+      default:
+        return judged;
+    }
   }
   return {
     ok: true,
@@ -152,14 +213,16 @@ type Judged =
   | Extract<VerifyResult, { ok: false }>;
 
 /**
- * The partner key is judged first (invalid, then revoked), then the token. Every way a token
- * can be bad — expired, tampered, bound to another partner, from a revoked or deleted key —
- * gives the same INVALID_SESSION_TOKEN, so a partner learns nothing from the difference.
+ * The partner key is judged first (invalid, then revoked), then the token, then a bound token's
+ * proof. Every way a token can be bad — expired, tampered, bound to another partner, from a
+ * revoked or deleted key — gives the same INVALID_SESSION_TOKEN, so a partner learns nothing
+ * from the difference; only a token that passed all of that has its proof judged.
  */
 async function judgeSessionToken(
   ctx: IdentityContext,
   partnerKey: string,
   sessionToken: string,
+  proof: HolderProof,
 ): Promise<Judged> {
   if (!isWellFormedKey("partner", partnerKey)) return { ok: false, code: "INVALID_PARTNER_KEY" };
   const checked = await ctx.store.beginHotRead();
@@ -186,9 +249,52 @@ async function judgeSessionToken(
     ctx.usage.record(partnerId, "invalid_token", now);
     return { ok: false, code: "INVALID_SESSION_TOKEN", partnerKeyId: partner.id };
   }
+  if (claims.jkt && proof !== "unchecked") {
+    const refused = await refusalOfProof(ctx, claims.jkt, sessionToken, proof);
+    if (refused) {
+      ctx.usage.record(partnerId, refused.outcome, now);
+      return { ok: false, partnerKeyId: partner.id, ...refused.refusal };
+    }
+  }
   ctx.usage.record(partnerId, "success", now, owner.accountId);
   return { ok: true, claims, owner, partnerId };
 }
+
+/**
+ * Why the request a token bound to the key `jkt` came with does not prove its holder (RFC 9449
+ * section 7): it has no proof, or one for another method, URL, time or token (`ath`), signed by
+ * another key, or used before; null: it does. The `jti` is spent last, once every other check
+ * passed, in the store every instance shares: a proof captured at one partner is refused at all.
+ */
+async function refusalOfProof(
+  ctx: Needs<"dpop">,
+  jkt: string,
+  sessionToken: string,
+  proof: PresentedProof | null,
+): Promise<{ refusal: HolderRefusal; outcome: VerifyOutcome } | null> {
+  if (!proof) {
+    return { refusal: { code: "SESSION_TOKEN_PROOF_REQUIRED" }, outcome: "proof_required" };
+  }
+  const checked = await ctx.dpop.verify(proof.proof, {
+    method: proof.method,
+    url: proof.url,
+    requireNonce: false,
+    accessToken: sessionToken,
+    boundTo: { jkt, holder: "token" },
+  });
+  if (checked.ok) return null;
+  return {
+    refusal: { code: "SESSION_TOKEN_PROOF_INVALID", description: checked.description },
+    outcome: PROOF_OUTCOMES[checked.fault],
+  };
+}
+
+/** A refused proof as a partner's usage counts it. */
+const PROOF_OUTCOMES = {
+  invalid: "proof_invalid",
+  replayed: "proof_replayed",
+  wrong_key: "proof_wrong_key",
+} as const satisfies Record<ProofFault, VerifyOutcome>;
 
 /**
  * Whether a token is within its life: not expired, issued no later than the clock skew allows,

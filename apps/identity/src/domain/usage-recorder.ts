@@ -6,8 +6,20 @@ const FLUSH_INTERVAL_MS = 5_000;
 /** Time allowed for one such write once it started (a batch is one statement per table). */
 const WRITE_ALLOWANCE_MS = 2_000;
 
-/** What became of one verification, as a partner's usage chart counts it. */
-export type VerifyOutcome = "success" | "invalid_token" | "revoked_partner_key";
+/**
+ * What became of one verification, as a partner's usage chart counts it. A token bound to a key
+ * (RFC 9449) is refused by the reason its proof failed: none sent (`proof_required`), used
+ * before (`proof_replayed`), signed by another key than the token's (`proof_wrong_key`), or any
+ * other check (`proof_invalid`).
+ */
+export type VerifyOutcome =
+  | "success"
+  | "invalid_token"
+  | "revoked_partner_key"
+  | "proof_required"
+  | "proof_invalid"
+  | "proof_replayed"
+  | "proof_wrong_key";
 
 /** How many verifications of one partner on one day ended each way. */
 type Outcomes = Record<VerifyOutcome, number>;
@@ -111,7 +123,15 @@ function newMap<V>(): Map<string, V> {
 }
 
 function noOutcomes(): Outcomes {
-  return { success: 0, invalid_token: 0, revoked_partner_key: 0 };
+  return {
+    success: 0,
+    invalid_token: 0,
+    revoked_partner_key: 0,
+    proof_required: 0,
+    proof_invalid: 0,
+    proof_replayed: 0,
+    proof_wrong_key: 0,
+  };
 }
 
 function newTally(): Tally {

@@ -17,7 +17,6 @@ import type { RateLimitSettings } from "../config.ts";
 import type { IdentityContext } from "../context.ts";
 import { MAX_BODY_BYTES, rateLimits } from "../domain/limits.ts";
 import { createClientDocumentCache, type OAuthDeps } from "../domain/oauth.ts";
-import { createDpopVerifier } from "../infra/dpop-proofs.ts";
 import {
   capConcurrentFetches,
   type FetchPolicy,
@@ -125,12 +124,6 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     },
     issuer: publicUrl,
   };
-  // DPoP proofs' jti are spent where the rate limits count: shared by every instance.
-  const dpop = createDpopVerifier({
-    seen: options.rateLimitStore,
-    nonceKey: ctx.keys.dpopNonces,
-    clock: ctx.clock,
-  });
   const guard = createWebGuard(ctx, {
     secure: publicUrl.startsWith("https://"),
     flashKey: options.flashKey,
@@ -144,12 +137,12 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
   );
   const api = [
     verifyEndpoint(ctx, { perPartnerKey: limiter("failedVerifiesPerPartnerKey"), badKeysPerIp }),
-    sessionTokensEndpoint(ctx, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp }),
+    sessionTokensEndpoint(ctx, publicUrl, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp }),
     directoryEndpoint(ctx),
     ...deviceEndpoints(deviceLogins),
     ...oauthEndpoints(
       ctx,
-      { ...oauth, publicUrl, dpop },
+      { ...oauth, publicUrl, dpop: ctx.dpop },
       {
         perUserKey: limiter("mintsPerUserKey"),
         refreshesPerAccount: limiter("refreshesPerAccount"),

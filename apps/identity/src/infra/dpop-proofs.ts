@@ -26,9 +26,16 @@ const MAX_PROOF_CHARS = 4096;
 
 export type ProofRefusal = "invalid_dpop_proof" | "use_dpop_nonce";
 
+/**
+ * What was wrong with a refused proof, as a partner's usage counts it: used before (a captured
+ * proof replayed), signed by another key than the one its token or login is bound to (a thief's
+ * own key), or any other fault.
+ */
+export type ProofFault = "replayed" | "wrong_key" | "invalid";
+
 export type ProofCheck =
   | { ok: true; jkt: string; jti: string }
-  | { ok: false; code: ProofRefusal; description: string };
+  | { ok: false; code: ProofRefusal; fault: ProofFault; description: string };
 
 export interface ProofExpectation {
   /** The request's method, upper case. */
@@ -90,6 +97,7 @@ export async function checkDpopProof(
     return {
       ok: false,
       code: "use_dpop_nonce",
+      fault: "invalid",
       description: "Authorization server requires nonce in DPoP proof",
     };
   }
@@ -133,16 +141,23 @@ function hasPrivateMembers(proof: string): boolean {
 
 const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "k", "oth"];
 
-/** Section 4.3 item 9: `htu` compared without query and fragment, as URLs. */
+/**
+ * Section 4.3 item 9: `htu` compared without query and fragment, as URLs. The expected URL
+ * loses its own too: a partner may tell the URL it was called at with its query.
+ */
 function sameUrl(htu: string, expected: string): boolean {
   try {
-    const url = new URL(htu);
-    url.search = "";
-    url.hash = "";
-    return url.href === new URL(expected).href;
+    return withoutQuery(htu) === withoutQuery(expected);
   } catch {
     return false;
   }
+}
+
+function withoutQuery(href: string): string {
+  const url = new URL(href);
+  url.search = "";
+  url.hash = "";
+  return url.href;
 }
 
 function proofErrorDescription(error: unknown): string {
@@ -159,22 +174,36 @@ function proofErrorDescription(error: unknown): string {
   return "The DPoP proof is malformed";
 }
 
-function invalid(description: string): ProofCheck {
-  return { ok: false, code: "invalid_dpop_proof", description };
+function invalid(description: string, fault: ProofFault = "invalid"): ProofCheck {
+  return { ok: false, code: "invalid_dpop_proof", fault, description };
 }
 
 /** Checks proofs and spends their `jti` in the store every instance shares. */
 export interface DpopVerifier {
   /**
-   * A proof for `method` and `url` (built from PUBLIC_URL), with a current nonce of this
-   * service when `requireNonce`: its key's thumbprint, or why not.
+   * A proof for `method` and `url` (built from PUBLIC_URL, or told by a partner), with a current
+   * nonce of this service when `requireNonce`, bound to `accessToken` (`ath`) when given and
+   * signed by the key `boundTo` names when given: its key's thumbprint, or why not.
    */
   verify(
     proof: string,
-    request: { method: string; url: string; requireNonce: boolean; accessToken?: string },
+    request: {
+      method: string;
+      url: string;
+      requireNonce: boolean;
+      accessToken?: string;
+      boundTo?: BoundKey;
+    },
   ): Promise<ProofCheck>;
   /** The nonce to hand out now, in `DPoP-Nonce`. */
   nonce(): string;
+}
+
+/** The key a proof must be signed by, and what is bound to it (named when another key signed). */
+export interface BoundKey {
+  /** Its RFC 7638 thumbprint. */
+  jkt: string;
+  holder: "token" | "login";
 }
 
 export function createDpopVerifier(options: {
@@ -194,9 +223,14 @@ export function createDpopVerifier(options: {
         ...(request.accessToken !== undefined && { accessToken: request.accessToken }),
       });
       if (!checked.ok) return checked;
+      if (request.boundTo && checked.jkt !== request.boundTo.jkt) {
+        const { holder } = request.boundTo;
+        return invalid(`The DPoP proof is signed by another key than the ${holder}'s`, "wrong_key");
+      }
+      // Checked last, so that only a proof that passed everything else costs a write.
       // Section 11.1: once per key, on every instance, for as long as its iat is acceptable.
       const first = await seen.seenOnce(`dpop:${checked.jkt}:${checked.jti}`, 2 * PROOF_WINDOW_MS);
-      return first ? checked : invalid("The DPoP proof was used already (its jti)");
+      return first ? checked : invalid("The DPoP proof was used already (its jti)", "replayed");
     },
     nonce: () => currentDpopNonce(nonceKey, clock()),
   };

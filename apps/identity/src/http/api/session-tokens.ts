@@ -11,7 +11,7 @@ import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
 import { mintSessionToken } from "../../domain/session-tokens.ts";
 import { type RateLimiter, rateLimitHeaders, tooManyRequests } from "../../infra/rate-limit.ts";
-import { ERRORS } from "../errors.ts";
+import { ERRORS, namingTheCheck } from "../errors.ts";
 
 /** What `MintRequest` makes of an audience that is not a partner id: judged after the key. */
 const MALFORMED = "malformed";
@@ -34,6 +34,10 @@ const MintRequest = z.object({
 const MintResponse = z.object({
   sessionToken: z.string().meta({ description: "Opaque token starting with aps_" }),
   expiresAt: z.iso.datetime().meta({ description: "When the token stops verifying" }),
+  tokenType: z.literal("DPoP").optional().meta({
+    description:
+      "Present when the request carried a DPoP proof: the token is bound to its key, and is sent as `Authorization: DPoP` with a fresh proof for each request",
+  }),
 });
 
 const REFUSALS = {
@@ -45,6 +49,14 @@ const REFUSALS = {
   INVALID_AUDIENCE: new HttpError(ERRORS.audience_invalid),
 } as const;
 
+/** A DPoP proof refused by `check`. */
+function invalidProof(check: string): HttpError {
+  return new HttpError(ERRORS.dpop_proof_invalid, {
+    message: namingTheCheck(ERRORS.dpop_proof_invalid, check),
+    headers: { "WWW-Authenticate": "Bearer" },
+  });
+}
+
 interface MintLimits {
   /** Mints per working user key. */
   perUserKey: RateLimiter;
@@ -53,13 +65,20 @@ interface MintLimits {
 }
 
 /**
- * POST /api/session-tokens: trades a user key (Bearer) for a session token. Checked in this
- * order: Authorization header → body is a JSON object (or empty) → user key (401 / 403) →
- * audience, so an unauthenticated caller learns nothing about which partners exist. Every mint
- * by a working key counts against that key (429 past the limit, RateLimit-* headers on every
- * counted answer); an unknown or revoked key counts against the client address.
+ * POST /api/session-tokens: trades a user key (Bearer) for a session token, bound to the key of
+ * the `DPoP` proof (RFC 9449) when the request carries one. Checked in this order:
+ * Authorization header → body is a JSON object (or empty) → user key (401 / 403) → audience →
+ * proof, so an unauthenticated caller learns nothing about which partners exist or what it
+ * proved. Every mint by a working key counts against that key (429 past the limit, RateLimit-*
+ * headers on every counted answer); an unknown or revoked key counts against the client address.
  */
-export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits): Endpoint {
+export function sessionTokensEndpoint(
+  ctx: IdentityContext,
+  publicUrl: string,
+  limits: MintLimits,
+): Endpoint {
+  // Section 4.3: htu is the URL the client addressed, PUBLIC_URL's, never one read from headers.
+  const mintUrl = `${publicUrl}/api/session-tokens`;
   return defineEndpoint({
     method: "POST",
     path: "/api/session-tokens",
@@ -67,6 +86,8 @@ export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits):
     operation: {
       operationId: "mintSessionToken",
       summary: "Trade a user key for a session token (the agent CLI does this)",
+      description:
+        "With a `DPoP` header (an RFC 9449 proof for `POST` and this URL, no `ath`, no nonce), the token is bound to the proof's key: `tokenType` is `DPoP`, and partners verify it only with a fresh proof by that key. A user key from a DPoP device login mints only with a proof by its own key.",
       security: [{ userKey: [] }],
       responses: {
         "201": {
@@ -78,6 +99,13 @@ export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits):
               examples: {
                 minted: {
                   value: { sessionToken: "aps_…", expiresAt: "2026-11-25T12:05:00.000Z" },
+                },
+                bound: {
+                  value: {
+                    sessionToken: "aps_…",
+                    expiresAt: "2026-11-25T12:05:00.000Z",
+                    tokenType: "DPoP",
+                  },
                 },
               },
             },
@@ -93,6 +121,7 @@ export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits):
       ERRORS.user_key_missing,
       ERRORS.user_key_invalid,
       ERRORS.user_key_revoked,
+      ERRORS.dpop_proof_invalid,
       ERRORS.rate_limited,
     ],
     admit(request) {
@@ -108,15 +137,23 @@ export function sessionTokensEndpoint(ctx: IdentityContext, limits: MintLimits):
     async handle(request, { admitted: userKey, body }) {
       const audience =
         body.audience === MALFORMED ? MALFORMED : { partnerId: body.audience ?? null };
-      const result = await mintSessionToken(ctx, userKey, audience, limits.perUserKey);
+      const header = request.header("dpop");
+      const proof =
+        header === undefined ? null : { proof: header.trim(), method: "POST", url: mintUrl };
+      const result = await mintSessionToken(ctx, userKey, audience, limits.perUserKey, proof);
       if (result.ok) {
         return {
           status: 201,
-          body: { sessionToken: result.sessionToken, expiresAt: isoTime(result.expiresAt) },
+          body: {
+            sessionToken: result.sessionToken,
+            expiresAt: isoTime(result.expiresAt),
+            ...(result.jkt && { tokenType: "DPoP" }),
+          },
           headers: { "Cache-Control": "no-store", ...rateLimitHeaders(result.limit) },
         };
       }
       if (result.code === "RATE_LIMITED") return tooManyRequests(result.limit);
+      if (result.code === "INVALID_DPOP_PROOF") return invalidProof(result.description);
       if (result.code === "INVALID_USER_KEY" || result.code === "REVOKED_USER_KEY") {
         const limited = await limits.badKeysPerIp.take(request.clientIp());
         if (!limited.ok) return tooManyRequests(limited);

@@ -10,13 +10,42 @@ import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
 import { verifySessionToken } from "../../domain/session-tokens.ts";
 import { type RateLimiter, tooManyRequests } from "../../infra/rate-limit.ts";
-import { ERRORS } from "../errors.ts";
+import { ERRORS, namingTheCheck } from "../errors.ts";
+
+/** Each of the `dpop` fields: more than any proof or URL a partner is sent. */
+const MAX_DPOP_FIELD_CHARS = 8192;
+
+const DpopRequest = z
+  .object({
+    proof: z.string().max(MAX_DPOP_FIELD_CHARS).optional().meta({
+      description:
+        "The request's `DPoP` header (RFC 9449 proof), as received; omit when it had none",
+      example: "eyJ0eXAiOiJkcG9wK2p3dCIs…",
+    }),
+    method: z.string().min(1).max(MAX_DPOP_FIELD_CHARS).meta({
+      description: "The request's HTTP method, as received (the proof's `htm`)",
+      example: "GET",
+    }),
+    url: z
+      .url({ protocol: /^https?$/ })
+      .max(MAX_DPOP_FIELD_CHARS)
+      .meta({
+        description:
+          "The absolute URL the request was made to, with the partner's public origin (the proof's `htu`); a query is ignored",
+        example: "https://partner.example/api/notes",
+      }),
+  })
+  .meta({
+    description:
+      "The request the agent sent the token with, when it sent it as `Authorization: DPoP`. A token bound to a key (minted with a DPoP proof) verifies only with a proof of this request by that key, each proof once; a token not bound ignores it",
+  });
 
 const VerifyRequest = z.object({
   sessionToken: z
     .string()
     .min(1)
     .meta({ description: "The token the agent sent", example: "aps_…" }),
+  dpop: DpopRequest.optional(),
 });
 const VerifyResponse = z.object({
   email: z.string().meta({ description: "The verified login email", example: "ada@example.com" }),
@@ -28,13 +57,23 @@ const REFUSALS = {
   missingPartnerKey: unauthorized(ERRORS.partner_key_missing),
   invalidJsonBody: new HttpError(ERRORS.invalid_json_body),
   invalidSessionTokenField: new HttpError(ERRORS.session_token_field_invalid),
+  invalidDpopField: new HttpError(ERRORS.dpop_field_invalid),
   INVALID_PARTNER_KEY: unauthorized(ERRORS.partner_key_invalid),
   REVOKED_PARTNER_KEY: new HttpError(ERRORS.partner_key_revoked),
   INVALID_SESSION_TOKEN: unauthorized(ERRORS.session_token_invalid),
+  SESSION_TOKEN_PROOF_REQUIRED: unauthorized(ERRORS.session_token_proof_required),
 } as const;
 
+/** A proof refused by `check` (401, the challenge of the partner key's scheme). */
+function invalidProof(check: string): HttpError {
+  return new HttpError(ERRORS.session_token_proof_invalid, {
+    message: namingTheCheck(ERRORS.session_token_proof_invalid, check),
+    headers: { "WWW-Authenticate": "Bearer" },
+  });
+}
+
 interface VerifyLimits {
-  /** Failed verifications (bad session tokens) per partner key. */
+  /** Failed verifications (bad session tokens, refused proofs) per partner key. */
   perPartnerKey: RateLimiter;
   /** Unknown or revoked keys per client address. */
   badKeysPerIp: RateLimiter;
@@ -43,9 +82,10 @@ interface VerifyLimits {
 /**
  * POST /api/verify: a partner (its key as Bearer) turns a session token into the email of the
  * person who minted it. Checked in this order: Authorization header → body is JSON →
- * sessionToken → partner key → session token. Only failures are counted, so a success costs no
- * write: a bad session token against the partner key, an unknown or revoked partner key against
- * the client address. Past the limit the failure's answer becomes 429.
+ * sessionToken → dpop → partner key → session token → a bound token's proof. Only failures
+ * are counted, so a success costs no write (but a proof's one-time `jti`): a bad session token
+ * or proof against the partner key, an unknown or revoked partner key against the client
+ * address. Past the limit the failure's answer becomes 429.
  */
 export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endpoint {
   return defineEndpoint({
@@ -73,11 +113,14 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
     errors: [
       ERRORS.invalid_json_body,
       ERRORS.session_token_field_invalid,
+      ERRORS.dpop_field_invalid,
       ERRORS.body_too_large,
       ERRORS.partner_key_missing_or_invalid,
       ERRORS.partner_key_missing,
       ERRORS.partner_key_invalid,
       ERRORS.session_token_invalid,
+      ERRORS.session_token_proof_required,
+      ERRORS.session_token_proof_invalid,
       ERRORS.partner_key_revoked,
       ERRORS.rate_limited,
     ],
@@ -91,10 +134,22 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
       return { ok: false, answer };
     },
     input: { body: VerifyRequest },
-    refuseInput: (failure) =>
-      failure.problem === "not_json" ? REFUSALS.invalidJsonBody : REFUSALS.invalidSessionTokenField,
+    refuseInput(failure) {
+      if (failure.problem === "not_json") return REFUSALS.invalidJsonBody;
+      // sessionToken is judged first: only a body whose every fault is in `dpop` is refused so.
+      const inDpop =
+        failure.problem === "schema" &&
+        failure.error.issues.every((issue) => issue.path[0] === "dpop");
+      return inDpop ? REFUSALS.invalidDpopField : REFUSALS.invalidSessionTokenField;
+    },
     async handle(request, { admitted: partnerKey, body }) {
-      const result = await verifySessionToken(ctx, partnerKey, body.sessionToken);
+      const { sessionToken, dpop } = body;
+      // A `dpop` without a proof is a request that had none: a bound token is refused for it.
+      const proof =
+        dpop?.proof === undefined
+          ? null
+          : { proof: dpop.proof, method: dpop.method, url: dpop.url };
+      const result = await verifySessionToken(ctx, partnerKey, sessionToken, proof);
       if (result.ok) {
         return {
           status: 200,
@@ -106,10 +161,13 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
         };
       }
       const limited =
-        result.code === "INVALID_SESSION_TOKEN"
+        "partnerKeyId" in result
           ? await limits.perPartnerKey.take(result.partnerKeyId)
           : await limits.badKeysPerIp.take(request.clientIp());
-      return limited.ok ? REFUSALS[result.code] : tooManyRequests(limited);
+      if (!limited.ok) return tooManyRequests(limited);
+      return result.code === "SESSION_TOKEN_PROOF_INVALID"
+        ? invalidProof(result.description)
+        : REFUSALS[result.code];
     },
   });
 }

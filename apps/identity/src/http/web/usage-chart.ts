@@ -1,10 +1,15 @@
 import type { UsageCount } from "../../domain/partner-usage.ts";
+import type { VerifyOutcome } from "../../domain/usage-recorder.ts";
 import { html } from "./page.ts";
 
-const OUTCOME_LABELS: Record<string, string> = {
+const OUTCOME_LABELS: Record<VerifyOutcome, string> = {
   success: "Verified",
   invalid_token: "Invalid or expired token",
   revoked_partner_key: "Revoked partner key",
+  proof_required: "Key-bound token without its DPoP proof",
+  proof_invalid: "Invalid DPoP proof",
+  proof_replayed: "Replayed DPoP proof",
+  proof_wrong_key: "DPoP proof signed by another key",
 };
 
 /**

@@ -1,8 +1,13 @@
 import { defineEndpoint } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../../context.ts";
-import { introspectSessionToken } from "../../../domain/session-tokens.ts";
+import {
+  type HolderProof,
+  type HolderRefusal,
+  introspectSessionToken,
+} from "../../../domain/session-tokens.ts";
 import type { RateLimiter } from "../../../infra/rate-limit.ts";
+import { ERRORS, namingTheCheck } from "../../errors.ts";
 import {
   COMMON_REFUSALS,
   formInput,
@@ -30,8 +35,41 @@ const IntrospectionResponse = z
       .object({ jkt: z.string() })
       .optional()
       .meta({ description: "RFC 9449: the thumbprint of the key a DPoP-bound token needs" }),
+    dpop_error: z
+      .enum(["session_token_proof_required", "session_token_proof_invalid"])
+      .optional()
+      .meta({
+        description:
+          "With `dpop_method`: why a token bound to a key is inactive for that request (the code `POST /api/verify` answers)",
+      }),
+    dpop_error_description: z
+      .string()
+      .optional()
+      .meta({ description: "The message `POST /api/verify` answers, naming the failed check" }),
   })
   .meta({ id: "IntrospectionResponse" });
+
+/**
+ * The token, and (AgentPass's extension) the request a partner received it with, for AgentPass
+ * to check a bound token's DPoP proof as `POST /api/verify` does.
+ */
+const IntrospectionForm = TokenForm.extend({
+  dpop_method: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: "The method of the request the token came with (the proof's `htm`)" }),
+  dpop_url: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .meta({
+      description: "The absolute URL of that request (the proof's `htu`); sent with dpop_method",
+    }),
+  dpop_proof: z
+    .string()
+    .optional()
+    .meta({ description: "That request's `DPoP` header; omitted when it had none" }),
+});
 
 /**
  * RFC 7662 for partners, authenticated with the partner key (Bearer, or the password of Basic):
@@ -51,7 +89,7 @@ export function introspectionEndpoint(
       operationId: "oauthIntrospect",
       summary: "Token introspection for partners (RFC 7662)",
       description:
-        'Authenticated with the partner key, as `Authorization: Bearer <partner key>` or as the password of HTTP Basic. Every bad token is exactly `{"active":false}`.',
+        'Authenticated with the partner key, as `Authorization: Bearer <partner key>` or as the password of HTTP Basic. Every bad token is exactly `{"active":false}`. A token bound to a key (RFC 9449) answers `token_type: "DPoP"` and `cnf.jkt`, for a partner that checks proofs itself. Or AgentPass checks them: send `dpop_method` and `dpop_url` of the request the token came with, and `dpop_proof` when it had a `DPoP` header; a bound token whose proof is missing or fails is `{"active":false,"dpop_error":"session_token_proof_required"|"session_token_proof_invalid","dpop_error_description":"…"}`, the code and message `POST /api/verify` answers, and each proof is accepted once. A token not bound ignores these fields.',
       tags: ["OAuth"],
       security: [{ partnerKey: [] }],
       responses: {
@@ -73,10 +111,14 @@ export function introspectionEndpoint(
       });
       return { ok: false, answer };
     },
-    ...formInput(TokenForm),
+    ...formInput(IntrospectionForm),
     async handle(request, { admitted: partnerKey, body }) {
       const authorization = request.header("authorization");
-      const result = await introspectSessionToken(ctx, partnerKey, body.token.slice(0, 1000));
+      if (body.dpop_method !== undefined && body.dpop_url === undefined) {
+        return oauthError("invalid_request", "Send dpop_url with dpop_method");
+      }
+      const token = body.token.slice(0, 1000);
+      const result = await introspectSessionToken(ctx, partnerKey, token, holderProofOf(body));
       if (!result.ok) {
         const counted = await limits.badKeysPerIp.take(request.clientIp());
         if (!counted.ok) return tooManyRequests(counted, "Too many unknown partner keys");
@@ -92,7 +134,10 @@ export function introspectionEndpoint(
             : `Bearer realm="agentpass", error="invalid_token", error_description="${description}"`,
         });
       }
-      if (!result.active) return { status: 200, body: { active: false }, headers: NO_STORE };
+      if (!result.active) {
+        const refused = result.holderRefusal && dpopErrorOf(result.holderRefusal);
+        return { status: 200, body: { active: false, ...refused }, headers: NO_STORE };
+      }
       return {
         status: 200,
         body: {
@@ -111,6 +156,29 @@ export function introspectionEndpoint(
       };
     },
   });
+}
+
+/**
+ * What the extension's fields ask of a bound token: no check (no `dpop_method`: the partner
+ * checks the proof itself against `cnf.jkt`), or that request's proof (null: it had none).
+ */
+function holderProofOf(form: z.infer<typeof IntrospectionForm>): HolderProof {
+  const { dpop_method: method, dpop_url: url, dpop_proof: proof } = form;
+  if (method === undefined || url === undefined) return "unchecked";
+  return proof === undefined ? null : { proof, method, url };
+}
+
+/** A bound token's refused proof, told as `POST /api/verify` tells it: its code and message. */
+function dpopErrorOf(refusal: HolderRefusal) {
+  if (refusal.code === "SESSION_TOKEN_PROOF_REQUIRED") {
+    const { code, message } = ERRORS.session_token_proof_required;
+    return { dpop_error: code, dpop_error_description: message };
+  }
+  const invalid = ERRORS.session_token_proof_invalid;
+  return {
+    dpop_error: invalid.code,
+    dpop_error_description: namingTheCheck(invalid, refusal.description),
+  };
 }
 
 /** The partner key of `Authorization: Bearer <key>` or of Basic (its password). */
