@@ -1,8 +1,10 @@
 import { postToAgentPass, type ServiceCall } from "./post-to-agentpass.ts";
+import type { RequestProof } from "./request-proof.ts";
 import { LOCAL_CODES, NETWORK_ERROR, TOKEN_EXPIRES_HEADER, type VerifyResult } from "./result.ts";
 
 interface CallOptions extends ServiceCall {
   sessionToken: string;
+  dpop?: RequestProof | undefined;
 }
 
 /**
@@ -12,7 +14,7 @@ interface CallOptions extends ServiceCall {
 export async function callVerify(options: CallOptions): Promise<VerifyResult> {
   const answer = await postToAgentPass(options, {
     type: "application/json",
-    data: JSON.stringify({ sessionToken: options.sessionToken }),
+    data: JSON.stringify({ sessionToken: options.sessionToken, dpop: dpopField(options.dpop) }),
   });
   if (!answer)
     return { ok: false, error: NETWORK_ERROR, status: 0, code: LOCAL_CODES.networkError };
@@ -33,6 +35,15 @@ export async function callVerify(options: CallOptions): Promise<VerifyResult> {
     status,
     code: LOCAL_CODES.unexpectedResponse,
   };
+}
+
+/**
+ * The body's `dpop`: the proof with its request's method and URL; none without a proof, which
+ * AgentPass takes as a request that had none (a bound token is then refused).
+ */
+function dpopField(dpop: RequestProof | undefined) {
+  if (dpop?.proof === undefined) return undefined;
+  return { proof: dpop.proof, method: dpop.method, url: dpop.url };
 }
 
 function parseDate(value: string | null): Date | null {

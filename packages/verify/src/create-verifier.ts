@@ -2,7 +2,14 @@ import { callIntrospect, type IntrospectResult, TOKEN_INACTIVE } from "./call-in
 import { callVerify } from "./call-verify.ts";
 import { readEnvironment } from "./environment.ts";
 import { MISSING_TOKEN } from "./introspect.ts";
-import type { CallContext } from "./post-to-agentpass.ts";
+import {
+  INVALID_DPOP,
+  PROOF_INVALID,
+  PROOF_REQUIRED,
+  type RequestProof,
+  requestProofOf,
+  type VerifyContext,
+} from "./request-proof.ts";
 import { DEFAULT_TIMEOUT_MS, LOCAL_CODES, type VerifyResult } from "./result.ts";
 import { checkArguments, serviceBase } from "./verify.ts";
 
@@ -49,15 +56,17 @@ export interface Verifier {
   /**
    * Same contract as {@link verify}: never throws. `context` names the request it is made for
    * (sent as `X-Request-Id` and `traceparent`); a success served from the cache sends nothing,
-   * and calls for one token that share a request carry the first one's.
+   * and calls for one token that share a request carry the first one's. With `context.dpop`
+   * (the request's DPoP proof, method and URL) every call asks AgentPass: a proof is accepted
+   * once, so its answer is neither cached nor shared.
    */
-  verify(sessionToken: unknown, context?: CallContext): Promise<VerifyResult>;
+  verify(sessionToken: unknown, context?: VerifyContext): Promise<VerifyResult>;
   /**
    * Same contract as {@link introspect}, with this verifier's key, URL, time limit and `onError`;
    * never cached, so a revocation holds on the next call. Optional so that verifiers written by
    * hand (test doubles) need not offer it; `createVerifier`'s always does.
    */
-  introspect?(token: unknown, context?: CallContext): Promise<IntrospectResult>;
+  introspect?(token: unknown, context?: VerifyContext): Promise<IntrospectResult>;
 }
 
 const MAX_CACHED = 10_000;
@@ -125,12 +134,17 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
   }
 
   /** AgentPass's answer for `token` (`callVerify` never throws). */
-  const ask = async (token: string, context?: CallContext): Promise<VerifyResult> => {
+  const ask = async (
+    token: string,
+    context: VerifyContext | undefined,
+    dpop?: RequestProof,
+  ): Promise<VerifyResult> => {
     let failure: string | undefined;
     const result = await callVerify({
       endpoint,
       partnerKey,
       sessionToken: token,
+      dpop,
       timeoutMs,
       fetch: fetchImpl,
       context,
@@ -155,8 +169,13 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
     async verify(sessionToken, context) {
       const invalid = checkArguments(partnerKey, sessionToken, endpoint);
       if (invalid) return invalid;
+      const proof = requestProofOf(context);
+      if (!proof.ok) return proof;
+      const { dpop } = proof;
       const token = sessionToken as string;
-      if (cacheTtlMs === 0) return ask(token, context);
+      // A proof is spent by its check: the answer is this request's alone. Caching or sharing it
+      // would let a replayed proof (or none) ride on another request's success.
+      if (cacheTtlMs === 0 || dpop) return ask(token, context, dpop);
       const key = await digest(token);
       const hit = cache.get(key);
       if (hit && hit.until > now()) return hit.result;
@@ -175,11 +194,14 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
     },
     async introspect(token, context) {
       if (typeof token !== "string" || token === "") return MISSING_TOKEN;
+      const proof = requestProofOf(context);
+      if (!proof.ok) return proof;
       let failure: string | undefined;
       const result = await callIntrospect({
         endpoint: introspectUrl,
         partnerKey,
         token,
+        dpop: proof.dpop,
         timeoutMs,
         fetch: fetchImpl,
         context,
@@ -211,10 +233,13 @@ async function digest(token: string): Promise<string> {
   return hex;
 }
 
-/** The verdicts on a token itself: the token's fault, never the partner's. */
+/** The verdicts on a token (or its proof) itself: the agent's fault, never the partner's. */
 const TOKEN_VERDICTS = new Set([
   "session_token_invalid",
   "session_token_field_invalid",
+  PROOF_REQUIRED,
+  PROOF_INVALID,
+  INVALID_DPOP.code,
   TOKEN_INACTIVE,
   MISSING_TOKEN.code,
 ]);

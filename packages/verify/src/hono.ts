@@ -1,33 +1,44 @@
 import type { MiddlewareHandler } from "hono";
-import { authenticateHeaders, failureHeaders } from "./authenticate.ts";
+import { type AuthOptions, authenticateHeaders, failureHeaders } from "./authenticate.ts";
+import { calledUrlOf, publicBaseOf } from "./called-url.ts";
 import { toVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
 
 /** The variables the middleware sets on the Hono context. */
 export type AgentPassVariables = { agentpassEmail: string };
 
 /**
- * Hono middleware: authenticates the session token (`x-session-token` or `Authorization:
- * Bearer`) through AgentPass and sets `c.var.agentpassEmail`, or answers 400 (two different
- * tokens) / 401 / 503 with `{ error, code }` (401 with its challenge, 503 with `Retry-After`).
+ * Hono middleware: authenticates the session token (`x-session-token`, `Authorization: Bearer`,
+ * or `Authorization: DPoP` with its `DPoP` proof, which AgentPass checks against this request's
+ * method and URL) through AgentPass and sets `c.var.agentpassEmail`, or answers 400 (two
+ * different tokens) / 401 / 503 with `{ error, code }` (401 with its challenge, 503 with
+ * `Retry-After`). Behind a proxy, `options.publicUrl` names your public base URL, which proofs
+ * are made for.
  *
  * @example
  * import { createVerifier } from "@agentpass/verify";
  * import { agentPassAuth } from "@agentpass/verify/hono";
  * const app = new Hono<{ Variables: AgentPassVariables }>();
- * app.use("/api/*", agentPassAuth(createVerifier({ partnerKey: process.env.AGENTPASS_PARTNER_KEY! })));
+ * const verifier = createVerifier({ partnerKey: process.env.AGENTPASS_PARTNER_KEY! });
+ * app.use("/api/*", agentPassAuth(verifier, { publicUrl: "https://api.example.com" }));
  * app.get("/api/me", (c) => c.json({ email: c.var.agentpassEmail }));
  */
 export function agentPassAuth(
   verifierOrOptions: Verifier | VerifierOptions = {},
+  options: AuthOptions = {},
 ): MiddlewareHandler<{ Variables: AgentPassVariables }> {
   const verifier = toVerifier(verifierOrOptions);
+  const base = publicBaseOf(options.publicUrl);
   return async (c, next) => {
-    const auth = await authenticateHeaders(verifier, (name) => c.req.header(name));
+    const auth = await authenticateHeaders(verifier, {
+      header: (name) => c.req.header(name),
+      method: c.req.method,
+      url: () => calledUrlOf(base, c.req.url),
+    });
     if (!auth.ok) {
       return c.json(
         { error: auth.error, code: auth.code },
         auth.status,
-        failureHeaders(auth.status, auth.code),
+        failureHeaders(auth.status, auth.code, auth.error),
       );
     }
     c.set("agentpassEmail", auth.email);
@@ -35,4 +46,4 @@ export function agentPassAuth(
   };
 }
 
-export type { Verifier, VerifierOptions };
+export type { AuthOptions, Verifier, VerifierOptions };

@@ -1,4 +1,5 @@
 export {
+  type AuthOptions,
   type AuthResult,
   authenticate,
   failureHeaders,
@@ -16,5 +17,6 @@ export {
 } from "./create-verifier.ts";
 export { type IntrospectOptions, introspect } from "./introspect.ts";
 export type { CallContext } from "./post-to-agentpass.ts";
+export type { RequestProof, VerifyContext } from "./request-proof.ts";
 export { LOCAL_CODES, NETWORK_ERROR, type VerifyResult } from "./result.ts";
 export { verify } from "./verify.ts";

@@ -1,4 +1,5 @@
 import { callIntrospect, type IntrospectResult } from "./call-introspect.ts";
+import { type RequestProof, requestProofOf } from "./request-proof.ts";
 import { DEFAULT_TIMEOUT_MS } from "./result.ts";
 import { checkSetup, type SetupFailure, serviceEndpoint } from "./verify.ts";
 
@@ -11,6 +12,11 @@ export interface IntrospectOptions {
   timeoutMs?: number;
   /** A fetch implementation, for runtimes or tests that need another. */
   fetch?: typeof fetch;
+  /**
+   * The DPoP proof the request came with, and its method and URL: AgentPass then checks a bound
+   * token's proof as `verify` does (`session_token_proof_required`, `…_invalid`).
+   */
+  dpop?: RequestProof;
 }
 
 /** A token that is not a non-empty string, refused without a request (RFC 6749's code). */
@@ -34,7 +40,7 @@ function introspectEndpoint(apiUrl: unknown): string | SetupFailure {
  * unbound tokens too.
  *
  * @param token - the token the agent sent you
- * @param options - your partner key; optionally `apiUrl`, `timeoutMs`, `fetch`
+ * @param options - your partner key; optionally `apiUrl`, `timeoutMs`, `fetch`, `dpop`
  * @returns `{ ok: true, email, sub, aud?, … }` for an active token, `code: "token_inactive"` for
  *   any token AgentPass does not vouch for to you, or another failure with its `code` (the
  *   network error is `network_error`, status 0).
@@ -52,11 +58,14 @@ export function introspect(token: unknown, options: IntrospectOptions): Promise<
   const refused = checkSetup(given.partnerKey, endpoint);
   if (refused) return Promise.resolve(refused);
   if (typeof token !== "string" || token === "") return Promise.resolve(MISSING_TOKEN);
+  const proof = requestProofOf(given);
+  if (!proof.ok) return Promise.resolve(proof);
   const timeoutMs = given.timeoutMs;
   return callIntrospect({
     endpoint: endpoint as string,
     partnerKey: given.partnerKey as string,
     token,
+    dpop: proof.dpop,
     timeoutMs:
       typeof timeoutMs === "number" && timeoutMs > 0 && Number.isFinite(timeoutMs)
         ? timeoutMs

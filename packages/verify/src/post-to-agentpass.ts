@@ -48,9 +48,12 @@ export async function postToAgentPass(
       "content-type": content.type,
       accept: "application/json",
     };
-    const { requestId, traceparent } = call.context ?? {};
-    if (requestId !== undefined && REQUEST_ID.test(requestId)) headers["x-request-id"] = requestId;
-    if (traceparent !== undefined && TRACEPARENT.test(traceparent)) {
+    // Read as anything: `verify()` takes its context from any caller, and never throws.
+    const { requestId, traceparent } = (call.context ?? {}) as Record<string, unknown>;
+    if (typeof requestId === "string" && REQUEST_ID.test(requestId)) {
+      headers["x-request-id"] = requestId;
+    }
+    if (typeof traceparent === "string" && TRACEPARENT.test(traceparent)) {
       headers.traceparent = traceparent;
     }
     const response = await call.fetch(call.endpoint, {

@@ -1,5 +1,6 @@
 import { callVerify } from "./call-verify.ts";
 import { readEnvironment } from "./environment.ts";
+import { requestProofOf, type VerifyContext } from "./request-proof.ts";
 import { DEFAULT_TIMEOUT_MS, LOCAL_CODES, type VerifyResult } from "./result.ts";
 
 /** A setup refused before any request: no URL, a malformed one, or no usable partner key. */
@@ -27,9 +28,14 @@ const INVALID_API_URL: SetupFailure = {
  * @param apiUrl - the AgentPass URL; defaults to the `AGENTPASS_URL` environment variable. There
  *   is no built-in service: with neither, the result is `code: "api_url_missing"` and nothing is
  *   sent.
+ * @param context - optionally `dpop`: the DPoP proof the request came with, and its method and
+ *   URL, for a token bound to the agent's key (never cached: each proof is accepted once); and
+ *   your request's id and trace (`requestId`, `traceparent`), for AgentPass's log
  * @returns `{ ok: true, email }`, or `{ ok: false, error }` with the service's message, or
  *   `"Network error: cannot reach API"` when the service could not be reached. `status` is the
- *   HTTP status (0 when no answer came back).
+ *   HTTP status (0 when no answer came back). A bound token without its proof is
+ *   `code: "session_token_proof_required"`, with a proof that fails a check
+ *   `code: "session_token_proof_invalid"` (both 401, `error` saying which check).
  *
  * @example
  * import { verify } from "@agentpass/verify";
@@ -41,16 +47,21 @@ export function verify(
   partnerKey: unknown,
   sessionToken: unknown,
   apiUrl?: unknown,
+  context?: VerifyContext,
 ): Promise<VerifyResult> {
   const endpoint = verifyEndpoint(apiUrl);
   const invalid = checkArguments(partnerKey, sessionToken, endpoint);
   if (invalid) return Promise.resolve(invalid);
+  const proof = requestProofOf(context);
+  if (!proof.ok) return Promise.resolve(proof);
   return callVerify({
     endpoint: endpoint as string,
     partnerKey: partnerKey as string,
     sessionToken: sessionToken as string,
+    dpop: proof.dpop,
     timeoutMs: DEFAULT_TIMEOUT_MS,
     fetch: globalThis.fetch,
+    context,
   });
 }
 
