@@ -1,11 +1,26 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
+import {
+  type CryptoKey,
+  calculateJwkThumbprint,
+  exportJWK,
+  generateKeyPair,
+  type JWK,
+  SignJWT,
+} from "jose";
 import { openTestIdentity, type TestIdentity } from "./support/harness.ts";
 import { type Mailbox, signInSecrets, startMailbox } from "./support/mailbox.ts";
 import { type WebClient, webClient } from "./support/web-client.ts";
 
 const MINUTE = 60_000;
+
+/** A DPoP key pair as a client keeps it (RFC 9449), with its RFC 7638 thumbprint. */
+interface DpopKey {
+  privateKey: CryptoKey;
+  jwk: JWK;
+  jkt: string;
+}
 
 for (const engine of testEngines()) {
   describe(`dashboard (${engine})`, () => {
@@ -603,6 +618,89 @@ for (const engine of testEngines()) {
         );
         assert.equal(verified.status, 401);
         assert.equal((await client.get("/keys")).status, 303);
+      });
+    });
+
+    describe("connected apps bound to a key (DPoP, RFC 9449)", () => {
+      const DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
+      const form = { "content-type": "application/x-www-form-urlencoded" };
+
+      /** A key pair such as a client keeps, with its RFC 7638 thumbprint. */
+      async function dpopKey() {
+        const { publicKey, privateKey } = await generateKeyPair("ES256", { extractable: true });
+        const jwk = await exportJWK(publicKey);
+        return { privateKey, jwk, jkt: await calculateJwkThumbprint(jwk) };
+      }
+
+      /** A proof by `key` for a POST to the token endpoint, at the service's time. */
+      function tokenProof(key: DpopKey, publicUrl: string, nonce?: string) {
+        return new SignJWT({
+          jti: crypto.randomUUID(),
+          htm: "POST",
+          htu: `${publicUrl}/oauth/token`,
+          iat: Math.floor(identity.now() / 1000),
+          ...(nonce && { nonce }),
+        })
+          .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: key.jwk })
+          .sign(key.privateKey);
+      }
+
+      /**
+       * A device login of the CLI's client named `name`, approved by `person` and redeemed at
+       * the token endpoint: with a proof by `key` (after the nonce it asks for), else as bearer.
+       */
+      async function deviceLogin(person: WebClient, name: string, key?: DpopKey) {
+        const started = await identity.app.request("/oauth/device_authorization", {
+          method: "POST",
+          headers: form,
+          body: new URLSearchParams({ client_id: "agentpass-cli", client_name: name }).toString(),
+        });
+        const code = (await started.json()) as Record<string, string>;
+        await person.post("/device", { code: code.user_code ?? "", decision: "approve" });
+        const publicUrl = /agentpass login --url ([^<\s]+)<\/code>/.exec(
+          await person.text("/keys"),
+        )?.[1];
+        assert.ok(publicUrl);
+        const redeem = async (nonce?: string) =>
+          identity.app.request("/oauth/token", {
+            method: "POST",
+            headers: { ...form, ...(key && { dpop: await tokenProof(key, publicUrl, nonce) }) },
+            body: new URLSearchParams({
+              grant_type: DEVICE_GRANT,
+              device_code: code.device_code ?? "",
+              client_id: "agentpass-cli",
+            }).toString(),
+          });
+        let redeemed = await redeem();
+        const nonce = redeemed.headers.get("dpop-nonce");
+        if (redeemed.status === 400 && nonce) redeemed = await redeem(nonce);
+        assert.equal(redeemed.status, 200);
+        const body = (await redeemed.json()) as Record<string, string>;
+        assert.equal(body.token_type, key ? "DPoP" : "Bearer");
+      }
+
+      it("says on /keys which apps' tokens are bound to a key, by its thumbprint, and which are bearer", async () => {
+        const person = browser();
+        await signIn(person);
+        const key = await dpopKey();
+        await deviceLogin(person, "bound-laptop", key);
+        await deviceLogin(person, "bearer-laptop");
+
+        const page = await person.text("/keys");
+        const row = (name: string) =>
+          new RegExp(`<tr data-grant="[^"]+"><td><strong>${name}</strong>[\\s\\S]*?</tr>`).exec(
+            page,
+          )?.[0] ?? "";
+        assert.match(page, /<th scope="col">Tokens<\/th>/);
+        assert.match(
+          row("bound-laptop"),
+          new RegExp(
+            `<td data-binding="dpop">Bound to a key \\(DPoP\\)<br><span class="muted">key SHA-256 thumbprint <code>${key.jkt.slice(0, 8)}…</code></span></td>`,
+          ),
+        );
+        assert.doesNotMatch(page, new RegExp(key.jkt), "only the start of the thumbprint");
+        assert.match(row("bearer-laptop"), /<td data-binding="bearer">Bearer \(not bound\)<\/td>/);
+        assert.match(page, /<p id="keys-bearer">A key made here is a bearer key/);
       });
     });
 

@@ -63,6 +63,8 @@ export interface ConnectedApp {
   createdAt: number;
   lastUsedAt: number | null;
   createdFrom: string | null;
+  /** The thumbprint of the DPoP key its tokens are bound to (RFC 9449); null: bearer tokens. */
+  dpopJkt: string | null;
 }
 
 /**
@@ -338,6 +340,7 @@ export function createOAuthStore(
           "k.created_at as createdAt",
           "k.last_used_at as lastUsedAt",
           "g.created_from as createdFrom",
+          "k.dpop_jkt as dpopJkt",
         ])
         .where("k.account_id", "=", accountId)
         .where("k.revoked_at", "is", null)

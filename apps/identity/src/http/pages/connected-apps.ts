@@ -20,14 +20,17 @@ export function connectedAppsSection(apps: ConnectedApp[]) {
 <td>${app.partnerName ?? html`<span class="muted">any partner</span>`}</td>
 <td class="optional">${formatTime(app.createdAt)}${app.createdFrom ? html`<br><span class="muted">from ${app.createdFrom}</span>` : ""}</td>
 <td>${formatTime(app.lastUsedAt)}</td>
+${bindingCell(app.dpopJkt)}
 <td class="actions"><a class="button danger" href="/connected-apps/${app.id}/revoke" aria-label="Revoke ${app.clientName}">Revoke</a></td></tr>`,
   );
   return html`<h2 id="connected-apps">Connected apps</h2>
-<p>Apps and devices you let act for you: each keeps working, refreshing its own tokens, until you revoke it here.</p>
+<p>Apps and devices you let act for you: each keeps working, refreshing its own tokens, until you revoke it here.
+An app bound to a key (DPoP) signs every use with a private key it keeps, so its tokens copied elsewhere open nothing;
+a bearer app's tokens work for whoever holds them.</p>
 ${
   apps.length === 0
     ? html`<p class="empty">No connected apps.</p>`
-    : html`<table id="connected-apps-table"><thead><tr><th scope="col">App</th><th scope="col">For</th><th scope="col" class="optional">Connected</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+    : html`<table id="connected-apps-table"><thead><tr><th scope="col">App</th><th scope="col">For</th><th scope="col" class="optional">Connected</th><th scope="col">Last used</th><th scope="col">Tokens</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>${rows}</tbody></table>`
 }`;
 }
@@ -86,4 +89,13 @@ function appName(app: ConnectedApp) {
       ? new URL(app.clientId).host
       : app.clientId;
   return html`<strong>${app.clientName}</strong>${app.clientVerified ? "" : html` <span class="muted">(name not verified)</span>`}<br><span class="muted">${client}</span>`;
+}
+
+/**
+ * Whether a grant's tokens are bound to a key (RFC 9449): the key named by the start of its
+ * thumbprint, enough for a person to tell two keys apart, or said plainly to be bearer tokens.
+ */
+function bindingCell(jkt: string | null) {
+  if (jkt === null) return html`<td data-binding="bearer">Bearer (not bound)</td>`;
+  return html`<td data-binding="dpop">Bound to a key (DPoP)<br><span class="muted">key SHA-256 thumbprint <code>${jkt.slice(0, 8)}…</code></span></td>`;
 }
