@@ -67,6 +67,25 @@ async function withNonceRetry(
   }
 }
 
+/** A refresh token grant with `dpop`'s proof, retried once for a nonce. */
+function refreshWith(
+  as: oauth.AuthorizationServer,
+  client: oauth.Client,
+  refreshToken: string,
+  dpop: oauth.DPoPHandle,
+): Promise<oauth.TokenEndpointResponse> {
+  return withNonceRetry(async () =>
+    oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, oauth.None(), refreshToken, {
+        DPoP: dpop,
+        ...insecure,
+      }),
+    ),
+  );
+}
+
 /** The OAuth error a rejected token request carried (oauth4webapi's ResponseBodyError). */
 async function refusalOf(request: Promise<unknown>): Promise<string> {
   const error = await request.then(
@@ -110,17 +129,7 @@ for (const engine of testEngines()) {
 
     /** An agent's user key (a new one) presented as a refresh token with `dpop`'s proof. */
     async function mintBound(dpop: oauth.DPoPHandle) {
-      const userKey = await issuer.identity.userKey();
-      return withNonceRetry(async () =>
-        oauth.processRefreshTokenResponse(
-          as,
-          agent,
-          await oauth.refreshTokenGrantRequest(as, agent, oauth.None(), userKey.key, {
-            DPoP: dpop,
-            ...insecure,
-          }),
-        ),
-      );
+      return refreshWith(as, agent, (await issuer.identity.userKey()).key, dpop);
     }
 
     it("discovers the token endpoint and the proof algorithms from the issuer URL", () => {
@@ -167,17 +176,7 @@ for (const engine of testEngines()) {
       assert.equal(introspected.cnf?.jkt, jkt);
       assert.equal(introspected.cnf?.jkt, await handle.calculateThumbprint());
 
-      const refresh = (dpop: oauth.DPoPHandle) =>
-        withNonceRetry(async () =>
-          oauth.processRefreshTokenResponse(
-            as,
-            client,
-            await oauth.refreshTokenGrantRequest(as, client, oauth.None(), refreshToken, {
-              DPoP: dpop,
-              ...insecure,
-            }),
-          ),
-        );
+      const refresh = (dpop: oauth.DPoPHandle) => refreshWith(as, client, refreshToken, dpop);
       const refreshed = await refresh(handle);
       assert.equal(refreshed.token_type, "dpop");
       assert.notEqual(refreshed.access_token, tokens.access_token);
@@ -250,16 +249,7 @@ for (const engine of testEngines()) {
       assert.equal((await introspect(as, partner.key, tokens.access_token)).cnf?.jkt, jkt);
 
       const refresh = (dpop: oauth.DPoPHandle, refreshToken: string) =>
-        withNonceRetry(async () =>
-          oauth.processRefreshTokenResponse(
-            as,
-            client,
-            await oauth.refreshTokenGrantRequest(as, client, oauth.None(), refreshToken, {
-              DPoP: dpop,
-              ...insecure,
-            }),
-          ),
-        );
+        refreshWith(as, client, refreshToken, dpop);
       const thief = await dpopKey(client);
       assert.equal(await refusalOf(refresh(thief.handle, first)), "invalid_grant");
       // Refused before rotation: the same refresh token is still the live one, and rotates now.
