@@ -53,7 +53,7 @@ export async function createDpopKey(): Promise<DpopKey> {
 
 /**
  * A DPoP key from a saved private JWK (P-256), such as the `dpopKey` of a login the `agentpass`
- * CLI saved. Throws a `TypeError` for a JWK that is not a P-256 private key.
+ * CLI saved. Throws for a JWK that is not a P-256 private key (a `TypeError` for another type).
  *
  * @example
  * const key = await importDpopKey(JSON.parse(await readFile("dpop-key.json", "utf8")));
