@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
 import { after, before, describe, it } from "node:test";
 import { type Engine, freePort, testEngines } from "@agentpass/db/testing";
 import { startServer } from "@agentpass/http";
@@ -115,6 +116,33 @@ async function introspect(
   return oauth.processIntrospectionResponse(as, partner, response);
 }
 
+/**
+ * A partner's API on a port of its own: it hands each request's token, and its proof with the
+ * method and URL it was called at, to POST /api/verify (what the partner libraries do), and
+ * answers with what AgentPass said.
+ */
+async function startPartner(issuer: string, partnerKey: string) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/api/notes`;
+  const server = createServer(async (request, response) => {
+    const [scheme, token] = (request.headers.authorization ?? "").split(" ");
+    const proof = request.headers.dpop;
+    const dpop = scheme === "DPoP" && { proof, method: request.method, url };
+    const verified = await fetch(`${issuer}/api/verify`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${partnerKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ sessionToken: token, ...(dpop && { dpop }) }),
+    });
+    response.writeHead(verified.status, { "content-type": "application/json" });
+    response.end(await verified.text());
+  });
+  await new Promise<void>((listening) => server.listen(port, "127.0.0.1", listening));
+  return {
+    url,
+    close: () => new Promise<void>((closed) => server.close(() => closed())),
+  };
+}
+
 for (const engine of testEngines()) {
   describe(`oauth4webapi with DPoP against the authorization server (${engine})`, () => {
     let issuer: Issuer;
@@ -138,12 +166,11 @@ for (const engine of testEngines()) {
     });
 
     it("binds a device login to the key: nonce retry, refresh, cnf.jkt, another key refused", async () => {
-      const client = agent;
-      const { handle, jkt } = await dpopKey(client);
+      const { handle, jkt } = await dpopKey(agent);
       const started = await oauth.processDeviceAuthorizationResponse(
         as,
-        client,
-        await oauth.deviceAuthorizationRequest(as, client, oauth.None(), {}, insecure),
+        agent,
+        await oauth.deviceAuthorizationRequest(as, agent, oauth.None(), {}, insecure),
       );
       const account = await issuer.identity.account();
       assert.equal(
@@ -154,8 +181,8 @@ for (const engine of testEngines()) {
       const poll = async () =>
         oauth.processDeviceCodeResponse(
           as,
-          client,
-          await oauth.deviceCodeGrantRequest(as, client, oauth.None(), started.device_code, {
+          agent,
+          await oauth.deviceCodeGrantRequest(as, agent, oauth.None(), started.device_code, {
             DPoP: handle,
             ...insecure,
           }),
@@ -176,13 +203,13 @@ for (const engine of testEngines()) {
       assert.equal(introspected.cnf?.jkt, jkt);
       assert.equal(introspected.cnf?.jkt, await handle.calculateThumbprint());
 
-      const refresh = (dpop: oauth.DPoPHandle) => refreshWith(as, client, refreshToken, dpop);
+      const refresh = (dpop: oauth.DPoPHandle) => refreshWith(as, agent, refreshToken, dpop);
       const refreshed = await refresh(handle);
       assert.equal(refreshed.token_type, "dpop");
       assert.notEqual(refreshed.access_token, tokens.access_token);
       assert.equal((await introspect(as, partner.key, refreshed.access_token)).cnf?.jkt, jkt);
 
-      const thief = await dpopKey(client);
+      const thief = await dpopKey(agent);
       assert.equal(await refusalOf(refresh(thief.handle)), "invalid_grant");
       // The login is as it was: its key still refreshes, bound to the same key.
       const again = await refresh(handle);
@@ -271,21 +298,33 @@ for (const engine of testEngines()) {
       }
     });
 
-    it("refuses a bound access token presented as a Bearer token where tokens are checked", async () => {
-      const tokens = await mintBound((await dpopKey(agent)).handle);
+    it("calls a partner with the token and its proof, and the partner refuses the token as Bearer", async () => {
+      const { handle } = await dpopKey(agent);
+      const tokens = await mintBound(handle);
       assert.equal(tokens.token_type, "dpop");
-      const partner = await issuer.identity.partner();
-      const verified = await fetch(`${issuer.issuer}/api/verify`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${partner.key}`,
-          "content-type": "application/json",
-        },
-        body: JSON.stringify({ sessionToken: tokens.access_token }),
-      });
-      const body = (await verified.json()) as { code?: string };
-      assert.equal(verified.status, 401, JSON.stringify(body));
-      assert.equal(body.code, "session_token_proof_required");
+      const partner = await startPartner(issuer.issuer, (await issuer.identity.partner()).key);
+      try {
+        // oauth4webapi's resource request: Authorization: DPoP, a proof with htm, htu and ath.
+        const proven = await oauth.protectedResourceRequest(
+          tokens.access_token,
+          "GET",
+          new URL(partner.url),
+          new Headers(),
+          null,
+          { DPoP: handle, ...insecure },
+        );
+        assert.equal(proven.status, 200, await proven.clone().text());
+        assert.ok(((await proven.json()) as { email?: string }).email);
+
+        const copied = await fetch(partner.url, {
+          headers: { authorization: `Bearer ${tokens.access_token}` },
+        });
+        const body = (await copied.json()) as { code?: string };
+        assert.equal(copied.status, 401, JSON.stringify(body));
+        assert.equal(body.code, "session_token_proof_required");
+      } finally {
+        await partner.close();
+      }
     });
   });
 }
