@@ -183,6 +183,14 @@ describe(`the dashboard in Chromium (${engine})`, () => {
       (await page.locator("#connected-apps-table").textContent()) ?? "",
       /agentpass on /,
     );
+    // The CLI's login is a bearer grant (`agentpass token` mints without a proof), and says so.
+    assert.equal(
+      await page
+        .getByRole("row", { name: /agentpass on / })
+        .getByRole("cell", { name: "Bearer (not bound)" })
+        .count(),
+      1,
+    );
     await screenshot("keys-after-device-login");
     rmSync(deviceHome, { recursive: true, force: true });
   });
