@@ -485,9 +485,12 @@ for (const engine of testEngines()) {
         }
       });
 
-      it("refuses at one instance a proof another instance on the same database accepted", // SQLite's rate-limit store is the process's memory (infra/rate-limit.ts): its seen
-      // proofs are not shared until it keeps them in the database as PostgreSQL's does.
-      { todo: engine === "sqlite" && "a seenOnce in SQLite's rate_limits table" }, async () => {
+      // SQLite's rate-limit store is the process's memory (infra/rate-limit.ts): its seen proofs
+      // are not shared until it keeps them in the database, as PostgreSQL's does.
+      const replayCacheTodo = engine === "sqlite" && "seen proofs in SQLite's rate_limits table";
+      it("refuses at one instance a proof another instance on the same database accepted", {
+        todo: replayCacheTodo,
+      }, async () => {
         const user = await as.userKey();
         const partner = await as.partner();
         const elsewhere = await as.partner();
