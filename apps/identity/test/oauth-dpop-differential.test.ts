@@ -353,10 +353,28 @@ for (const engine of testEngines()) {
         sendProof(reference, await proofFor(reference, key, nonce.reference, stale)),
       ]);
       // Section 4.3 step 11: the creation time is the iat's or the nonce's. node-oidc-provider
-      // takes the nonce's when there is one; ours checks both.
+      // takes the nonce's when there is one; ours checks both, since the resource servers demand
+      // no nonce: a token got with a clock a minute off would be refused at its first use.
       assert.equal(expected.status, 200, expected.description);
       assert.equal(answer.error, "invalid_dpop_proof", answer.description);
       assert.match(String(answer.description), /iat/);
+    });
+
+    it("refuses a jti shorter than 96 random bits base64url-encoded, which node-oidc-provider takes", async () => {
+      const nonce = await nonces();
+      const short = {
+        claims: (good: Record<string, unknown>) => ({ ...good, jti: "a".repeat(15) }),
+      };
+      const [answer, expected] = await Promise.all([
+        sendProof(ours, await proofFor(ours, key, nonce.ours, short)),
+        sendProof(reference, await proofFor(reference, key, nonce.reference, short)),
+      ]);
+      // Section 4.2: a jti of at least 96 bits of pseudorandom data, or a UUID. Theirs asks only
+      // for a string; ours refuses what cannot hold that much, so that a client whose jti could
+      // repeat learns it at once rather than by a refusal as a replay now and then.
+      assert.equal(expected.status, 200, expected.description);
+      assert.equal(answer.error, "invalid_dpop_proof", answer.description);
+      assert.match(String(answer.description), /jti/);
     });
   });
 }
