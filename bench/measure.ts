@@ -15,6 +15,12 @@ export interface Scenario {
   ceiling?: string;
   /** Connections for this scenario, when not the run's (a latency measured without a queue). */
   connections?: number;
+  /**
+   * For a scenario whose every request must differ (a DPoP proof is accepted once): makes
+   * `count` bodies, each sent once, before the scenario is timed. `pacedBy` is a scenario that
+   * does less, run before this one in the round: its rate sizes `count`.
+   */
+  oneUseBodies?: { make(count: number): Promise<string[]>; pacedBy: string };
 }
 
 export interface Measurement {
@@ -29,23 +35,30 @@ export interface Measurement {
 
 /** One probe request: does the scenario answer what it should, and how large is the answer? */
 export async function probe(scenario: Scenario): Promise<{ status: number; bytes: number }> {
+  const [oneUse] = (await scenario.oneUseBodies?.make(1)) ?? [];
   const response = await fetch(scenario.url, {
     method: scenario.method,
     headers: scenario.headers,
-    body: scenario.body,
+    body: oneUse ?? scenario.body,
   });
   return { status: response.status, bytes: (await response.arrayBuffer()).byteLength };
 }
 
-/** Loads a scenario for `duration` seconds over `connections`, sampling the server's RSS. */
+/**
+ * Loads a scenario for `duration` seconds over `connections`, sampling the server's RSS. With
+ * `bodies` (its one-use bodies, made beforehand), each request sends the next; once they run
+ * out, requests go without a body and count as errors.
+ */
 export async function measure(
   scenario: Scenario,
-  options: { duration: number; connections: number },
+  options: { duration: number; connections: number; bodies?: string[] },
 ): Promise<Measurement> {
   let peakRssMb = rssMegabytes(scenario.pid);
   const sampler = setInterval(() => {
     peakRssMb = Math.max(peakRssMb, rssMegabytes(scenario.pid));
   }, 100);
+  const { bodies } = options;
+  let sent = 0;
   try {
     const result = await autocannon({
       url: scenario.url,
@@ -54,7 +67,13 @@ export async function measure(
       body: scenario.body,
       connections: scenario.connections ?? options.connections,
       duration: options.duration,
+      ...(bodies && {
+        requests: [{ setupRequest: (request) => ({ ...request, body: bodies[sent++] ?? "" }) }],
+      }),
     });
+    if (bodies && sent > bodies.length) {
+      console.error(`bench: ${scenario.name} ran out of its ${bodies.length} one-use bodies`);
+    }
     const stats =
       (result as unknown as { statusCodeStats?: Record<string, { count: number }> })
         .statusCodeStats ?? {};

@@ -14,9 +14,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { createBenchDpopKey, dpopProof } from "./dpop-proofs.ts";
 import { type Measurement, measure, median, medianOf, probe, type Scenario } from "./measure.ts";
 import { printTable } from "./report.ts";
-import { benchScenarios, PEER, SEARCH } from "./scenarios.ts";
+import { BOUND_VERIFY, benchScenarios, PEER, SEARCH, VERIFY } from "./scenarios.ts";
 import { openSearchBound, type SearchBound } from "./search-bound.ts";
 import { seedNotes } from "./seed-notes.ts";
 import {
@@ -58,6 +59,12 @@ const selected = (name: string) =>
 const WARM_UP_SECONDS = 2;
 /** Answers up to this size are compared with the bare ceiling (a verify answer's size). */
 const LARGE_ANSWER_BYTES = 1024;
+/**
+ * One-use bodies are made for this many times the requests the scenario that paces them would
+ * send in the time: the paced scenario does more, so it is slower, unless the machine turns
+ * faster between the two.
+ */
+const ONE_USE_MARGIN = 1.5;
 
 const work = mkdtempSync(join(tmpdir(), "agentpass-bench-"));
 const servers: Server[] = [];
@@ -141,6 +148,27 @@ try {
     });
     return ((await response.json()) as { sessionToken: string }).sessionToken;
   };
+  // A token bound to the bench agent's key is minted with a proof for the service's own URL
+  // (PUBLIC_URL, its issuer), as the CLI mints one.
+  const dpopKey = await createBenchDpopKey();
+  const { issuer } = (await (
+    await fetch(`${identity.url}/.well-known/oauth-authorization-server`)
+  ).json()) as { issuer: string };
+  const mintBound = async () => {
+    const proof = await dpopProof(dpopKey, {
+      method: "POST",
+      url: `${issuer}/api/session-tokens`,
+    });
+    const response = await fetch(`${identity.url}/api/session-tokens`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${userKey}`, dpop: proof },
+    });
+    const minted = (await response.json()) as { sessionToken: string; tokenType?: string };
+    if (minted.tokenType !== "DPoP") {
+      throw new Error(`A mint with a DPoP proof answered ${response.status}, no bound token`);
+    }
+    return minted.sessionToken;
+  };
 
   // Built before each round, so every round has fresh session tokens (they live 5 minutes).
   const scenarios = async (): Promise<Scenario[]> => {
@@ -148,6 +176,8 @@ try {
       { ceiling, identity, notes, oidc },
       {
         token: await mint(),
+        boundToken: await mintBound(),
+        dpopKey,
         writerToken: await mint(writerKey),
         userKey,
         partnerKey,
@@ -172,11 +202,15 @@ try {
     verifyOverPeer: ["verify-valid", PEER],
     introspectionOverPeer: ["introspect", PEER],
     searchOverBound: [SEARCH, bound?.name],
+    boundVerifyOverVerify: [BOUND_VERIFY, VERIFY],
   } as const;
   const compared = new Map<keyof typeof comparisons, number[]>();
   if (!smoke) {
+    const warmRates = new Map<string, number>();
     for (const scenario of await scenarios()) {
-      await measure(scenario, { duration: WARM_UP_SECONDS, connections });
+      const bodies = await oneUseBodies(scenario, warmRates, WARM_UP_SECONDS);
+      const warm = await measure(scenario, { duration: WARM_UP_SECONDS, connections, bodies });
+      warmRates.set(scenario.name, warm.requestsPerSecond);
     }
     await bound?.measure({ duration: WARM_UP_SECONDS, connections });
     console.error(`bench: warmed up, ${WARM_UP_SECONDS} s a scenario`);
@@ -244,7 +278,9 @@ try {
       if (bound && scenario.name === SEARCH) {
         record(bound.name, await bound.measure({ duration, connections }));
       }
-      const measurement = await measure(scenario, { duration, connections });
+      const rates = new Map([...thisRound].map(([name, m]) => [name, m.requestsPerSecond]));
+      const bodies = await oneUseBodies(scenario, rates, duration);
+      const measurement = await measure(scenario, { duration, connections, bodies });
       record(scenario.name, measurement);
       const ceilingRate = scenario.connections
         ? undefined
@@ -279,6 +315,12 @@ try {
       `${name} over ${over}: ${ratioText(medianOf(taken))} × (rounds: ${taken
         .map(ratioText)
         .join(", ")})`,
+    );
+  }
+  const proofCost = proofCheckMicros(medians);
+  if (proofCost !== undefined) {
+    console.log(
+      `the proof check: ${proofCost.toFixed(0)} µs of the service a request (1 / ${BOUND_VERIFY}'s rate - 1 / ${VERIFY}'s)`,
     );
   }
   const overOther = (key: keyof typeof comparisons) => {
@@ -316,6 +358,7 @@ try {
         options: { engine, rounds, duration, connections, notes: noteCount },
         medians,
         comparisons: Object.fromEntries(compared),
+        proofCheckMicros: proofCost,
         targets,
         rounds: Object.fromEntries(results),
       },
@@ -331,6 +374,36 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);
+
+/**
+ * A scenario's one-use bodies, made now (none for a scenario that sends one body): as many as
+ * it could send in `seconds` at the rate its pacing scenario was just measured at, else the
+ * fastest measured before it (the bare ceiling, always measured first), with a margin, and two
+ * for each connection (autocannon builds a connection's first request before it starts).
+ */
+async function oneUseBodies(
+  scenario: Scenario,
+  rates: ReadonlyMap<string, number>,
+  seconds: number,
+): Promise<string[] | undefined> {
+  const oneUse = scenario.oneUseBodies;
+  if (!oneUse) return undefined;
+  const pace = rates.get(oneUse.pacedBy) ?? Math.max(...rates.values());
+  return oneUse.make(Math.ceil(pace * seconds * ONE_USE_MARGIN) + 2 * connections);
+}
+
+/**
+ * What checking a proof adds to a verify, in µs: at saturation a rate is the inverse of the
+ * service's time a request, so the difference of the inverses of the bound and the unbound
+ * verify is the time the proof (its signature, claims and one-time jti) takes.
+ */
+function proofCheckMicros(rows: { name: string; requestsPerSecond: number }[]) {
+  const rate = (name: string) => rows.find((row) => row.name === name)?.requestsPerSecond;
+  const bound = rate(BOUND_VERIFY);
+  const unbound = rate(VERIFY);
+  if (!bound || !unbound) return undefined;
+  return 1e6 / bound - 1e6 / unbound;
+}
 
 function sizedCeilingName(bytes: number): string {
   return `ceiling, ${(bytes / 1024).toFixed(1)} KB answer`;

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { type BenchDpopKey, dpopProofs } from "./dpop-proofs.ts";
 import type { Scenario } from "./measure.ts";
 import { BENCH_SEARCH } from "./search-bound.ts";
 import type { Server } from "./servers.ts";
@@ -7,11 +8,19 @@ import type { Server } from "./servers.ts";
 export const PEER = "oidc-provider introspection (peer)";
 /** The bench's search, judged against its database's bound (search-bound.ts). */
 export const SEARCH = "notes-search";
+/** The partner's hot path, and the same for a token bound to a key, with its proof. */
+export const VERIFY = "verify-valid";
+export const BOUND_VERIFY = "verify-bound";
+/** The request a bound token's partner received, which its proofs are for (RFC 9449 htm, htu). */
+const PARTNER_REQUEST = { method: "GET", url: "https://partner.example/api/notes" };
 
 /** What the scenarios send: keys made for the run, and tokens minted for this round. */
 interface ScenarioSecrets {
   /** A token of the bench's user, and one of the writer (whose notes the creates are). */
   token: string;
+  /** A token of the bench's user bound to `dpopKey` (RFC 9449), which signs its proofs. */
+  boundToken: string;
+  dpopKey: BenchDpopKey;
   writerToken: string;
   userKey: string;
   partnerKey: string;
@@ -42,13 +51,33 @@ export function benchScenarios(
       expect: 200,
     },
     {
-      name: "verify-valid",
+      name: VERIFY,
       pid: identity.pid,
       url: `${identity.url}/api/verify`,
       method: "POST",
       headers: { ...json, authorization: `Bearer ${partnerKey}` },
       body: verifyBody(token),
       expect: 200,
+    },
+    {
+      // The same verify with a proof, a new one each request (AgentPass accepts each once).
+      name: BOUND_VERIFY,
+      pid: identity.pid,
+      url: `${identity.url}/api/verify`,
+      method: "POST",
+      headers: { ...json, authorization: `Bearer ${partnerKey}` },
+      expect: 200,
+      oneUseBodies: {
+        pacedBy: VERIFY,
+        make: async (count) => {
+          const { boundToken, dpopKey } = secrets;
+          const proven = { ...PARTNER_REQUEST, accessToken: boundToken };
+          const proofs = await dpopProofs(dpopKey, proven, count);
+          return proofs.map((proof) =>
+            JSON.stringify({ sessionToken: boundToken, dpop: { proof, ...PARTNER_REQUEST } }),
+          );
+        },
+      },
     },
     {
       name: "verify-invalid-token",
