@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
-from services import IDENTITY_BIN, NOTES_BIN, Server, node_env, run_node, start_server
+from services import IDENTITY_BIN, NOTES_BIN, Server, free_port, node_env, run_node, start_server
 
 from agentpass import SessionTokens
 
@@ -68,9 +68,12 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.fixture(scope="session")
 def agentpass(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentPass]:
     data = tmp_path_factory.mktemp("agentpass")
+    # DPoP proofs name the URL they are for: the service must know its own, PUBLIC_URL.
+    port = free_port()
     identity_env = node_env(
         DATA_DIR=str(data / "identity"),
-        PORT="0",
+        PORT=str(port),
+        PUBLIC_URL=f"http://127.0.0.1:{port}",
         HOST="127.0.0.1",
         LOG_LEVEL="info",
         **RAISED_LIMITS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import socket
 import subprocess
 import threading
 from collections import deque
@@ -23,6 +24,14 @@ def node_env(**settings: str) -> dict[str, str]:
     """This process's environment without AgentPass's variables, plus ``settings``."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("AGENTPASS_")}
     return {**env, **settings}
+
+
+def free_port() -> int:
+    """A port nothing listens on now, for a service that must know its own URL before it
+    listens (the identity service's PUBLIC_URL, which DPoP proofs name)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def run_node(args: list[str], env: dict[str, str]) -> str:

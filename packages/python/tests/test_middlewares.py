@@ -48,9 +48,9 @@ def answer_of(status: int, content: bytes, headers: Dict[str, str]) -> Answer:
 Partner = Callable[[Dict[str, str]], Answer]
 
 
-def fastapi_partner(verifier: Verifier) -> Partner:
+def fastapi_partner(verifier: Verifier, public_url: str | None = None) -> Partner:
     app = FastAPI()
-    app.add_middleware(AsgiMiddleware, verifier=verifier)
+    app.add_middleware(AsgiMiddleware, verifier=verifier, public_url=public_url)
 
     @app.get("/api/me")
     def me(request: Request) -> dict:
@@ -65,9 +65,11 @@ def fastapi_partner(verifier: Verifier) -> Partner:
     return ask
 
 
-def flask_partner(verifier: Verifier) -> Partner:
+def flask_partner(verifier: Verifier, public_url: str | None = None) -> Partner:
     app = Flask("partner")
-    app.wsgi_app = WsgiMiddleware(app.wsgi_app, verifier)  # type: ignore[method-assign]
+    app.wsgi_app = WsgiMiddleware(  # type: ignore[method-assign]
+        app.wsgi_app, verifier, public_url=public_url
+    )
 
     @app.get("/api/me")
     def me() -> dict:

@@ -5,6 +5,7 @@ by-products (build/, *.egg-info) never land in the working tree."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,13 @@ def package_copy(tmp_path: Path) -> Path:
     return copy
 
 
+def spelled_plainly(requirement: str) -> str:
+    """A requirement without the spaces, brackets and quotes that setuptools' versions spell
+    differently: ``cryptography (>=3.1) ; extra == 'dpop'`` is ``cryptography>=3.1; extra ==
+    "dpop"``."""
+    return re.sub(r"[\s()'\"]", "", requirement)
+
+
 def test_builds_an_sdist_and_a_typed_wheel(package_copy: Path, tmp_path: Path) -> None:
     out = tmp_path / "dist"
     built = subprocess.run(
@@ -52,7 +60,12 @@ def test_builds_an_sdist_and_a_typed_wheel(package_copy: Path, tmp_path: Path) -
     } <= names
     assert "Requires-Python: >=3.9" in metadata
     assert "License: MIT" in metadata
-    assert "Requires-Dist" not in metadata, "no runtime dependency"
+    requirements = [
+        spelled_plainly(line) for line in metadata.splitlines() if line.startswith("Requires-Dist")
+    ]
+    # No runtime dependency: cryptography only for DPoP, with the extra (agentpass[dpop]).
+    assert requirements == ["Requires-Dist:cryptography>=3.1;extra==dpop"]
+    assert "Provides-Extra: dpop" in metadata
     with tarfile.open(sdist) as archive:
         members = {member.name for member in archive.getmembers()}
     assert {"agentpass-0.1.0/pyproject.toml", "agentpass-0.1.0/README.md"} <= members
@@ -114,12 +127,22 @@ def test_the_served_wheel_holds_what_setuptools_builds(package_copy: Path, tmp_p
         fields: dict[str, set[str]] = {}
         for line in headers.splitlines():
             name, _, value = line.partition(": ")
-            fields.setdefault(name, set()).add(value)
+            fields.setdefault(name, set()).add(
+                spelled_plainly(value) if name == "Requires-Dist" else value
+            )
         return files, fields
 
     served_files, served_fields = contents(served)
     built_files, built_fields = contents(out / served.name)
     assert served_files == built_files
-    for field in ("Name", "Version", "Summary", "Requires-Python", "Classifier", "Keywords"):
+    for field in (
+        "Name",
+        "Version",
+        "Summary",
+        "Requires-Python",
+        "Classifier",
+        "Keywords",
+        "Provides-Extra",
+        "Requires-Dist",
+    ):
         assert served_fields.get(field) == built_fields.get(field), field
-    assert "Requires-Dist" not in served_fields

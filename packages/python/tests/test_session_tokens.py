@@ -137,13 +137,16 @@ def test_reads_the_url_and_key_from_the_environment(
     assert (result.ok, result.email) == (True, agentpass.email)
 
 
-def save_cli_profile(url: str, key: str, config_home: Path) -> None:
-    """What `agentpass login` leaves: credentials.json, by server URL, in the config folder."""
+def save_cli_profile(url: str, key: str, config_home: Path, dpop_key: object = None) -> None:
+    """What `agentpass login` leaves: credentials.json, by server URL, in the config folder,
+    with the login's DPoP key (a private JWK) when one is given."""
     folder = config_home / "agentpass"
     folder.mkdir(parents=True, mode=0o700, exist_ok=True)
     credentials = folder / "credentials.json"
     saved = json.loads(credentials.read_text()) if credentials.exists() else {}
     saved[url] = {"key": key, "savedAt": "2026-11-27T10:00:00.000Z"}
+    if dpop_key is not None:
+        saved[url]["dpopKey"] = dpop_key
     credentials.write_text(json.dumps(saved, indent=2))
 
 

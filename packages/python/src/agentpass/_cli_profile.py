@@ -1,12 +1,22 @@
-"""The user keys the ``agentpass`` command line saved (``agentpass login``), read only."""
+"""The logins the ``agentpass`` command line saved (``agentpass login``), read only."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+
+@dataclass(frozen=True)
+class SavedProfile:
+    """One saved login: the user key, and the private JWK of its DPoP key when the command line
+    made one (``dpopKey``)."""
+
+    key: str
+    dpop_key: dict[str, Any] | None = None
 
 
 def config_dir() -> Path:
@@ -20,8 +30,8 @@ def config_dir() -> Path:
     return Path(xdg or os.path.join(home, ".config")) / "agentpass"
 
 
-def saved_profiles() -> dict[str, str]:
-    """The saved user keys by AgentPass URL (``credentials.json``); empty when there are none."""
+def saved_profiles() -> dict[str, SavedProfile]:
+    """The saved logins by AgentPass URL (``credentials.json``); empty when there are none."""
     try:
         saved: Any = json.loads((config_dir() / "credentials.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -29,7 +39,12 @@ def saved_profiles() -> dict[str, str]:
     if not isinstance(saved, dict):
         return {}
     return {
-        url: profile["key"]
+        url: SavedProfile(profile["key"], _dpop_key_of(profile))
         for url, profile in saved.items()
         if isinstance(profile, dict) and isinstance(profile.get("key"), str)
     }
+
+
+def _dpop_key_of(profile: dict[str, Any]) -> dict[str, Any] | None:
+    dpop_key = profile.get("dpopKey")
+    return dpop_key if isinstance(dpop_key, dict) else None

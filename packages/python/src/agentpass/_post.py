@@ -48,12 +48,16 @@ def post_to_agentpass(
     data: bytes,
     timeout: float,
     bearer: str | None = None,
+    dpop: str | None = None,
 ) -> PostOutcome:
-    """POSTs ``data`` to ``url``. ``NoAnswer`` when no whole answer came back (no connection,
-    the time limit, a redirect, a body cut off), which callers report as the network error."""
+    """POSTs ``data`` to ``url``, with ``bearer`` as the credential and ``dpop`` as the ``DPoP``
+    proof when given. ``NoAnswer`` when no whole answer came back (no connection, the time limit,
+    a redirect, a body cut off), which callers report as the network error."""
     headers = {"Content-Type": content_type, "Accept": "application/json"}
     if bearer is not None:
         headers["Authorization"] = f"Bearer {bearer}"
+    if dpop is not None:
+        headers["DPoP"] = dpop
     request = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
         with _OPENER.open(request, timeout=timeout) as response:

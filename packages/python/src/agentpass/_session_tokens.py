@@ -8,8 +8,9 @@ import time
 from typing import TYPE_CHECKING, Callable, Generator
 from urllib.parse import urlencode
 
-from ._cli_profile import saved_profiles
-from ._post import NoAnswer, post_to_agentpass
+from ._cli_profile import SavedProfile, saved_profiles
+from ._dpop import DpopKey, create_dpop_key, import_dpop_key
+from ._post import NoAnswer, ServiceAnswer, post_to_agentpass
 from ._result import NETWORK_ERROR
 from ._verify import service_url
 
@@ -29,7 +30,8 @@ class SessionTokenError(Exception):
     ``no_user_key`` (nothing configured), ``invalid_url``, ``key_rejected`` (the user key is
     unknown or revoked: log in again), ``unknown_resource`` (no partner registered
     ``resource``), ``rate_limited`` (``retry_after`` seconds), ``network_error``,
-    ``unexpected_response``.
+    ``unexpected_response``; with ``dpop=True`` also ``dpop_key_invalid`` (the key saved for the
+    URL is not a P-256 private JWK) and ``dpop_proof_invalid`` (AgentPass refused the proof).
     """
 
     def __init__(self, code: str, message: str, retry_after: int | None = None) -> None:
@@ -50,6 +52,11 @@ class SessionTokens:
     monotonic clock in seconds, for tests. Raises ``SessionTokenError`` when nothing is
     configured; thread-safe.
 
+    ``dpop=True`` binds every token to a key (DPoP, RFC 9449): the key the command line saved
+    for that server, else one made in memory. A bound token is worthless without the key: each
+    request carries ``Authorization: DPoP <token>`` and a fresh ``DPoP`` proof for its method
+    and URL. It needs ``cryptography`` (``pip install 'agentpass[dpop]'``), else ``ImportError``.
+
     Example::
 
         import httpx
@@ -65,12 +72,14 @@ class SessionTokens:
         user_key: str | None = None,
         *,
         resource: str | None = None,
+        dpop: bool = False,
         timeout: float = 10.0,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
         saved = saved_profiles()
         self.url = _resolve_url(url, saved)
-        key = user_key or os.environ.get("AGENTPASS_USER_KEY") or saved.get(self.url)
+        profile = saved.get(self.url)
+        key = user_key or os.environ.get("AGENTPASS_USER_KEY") or (profile and profile.key)
         if not key:
             raise SessionTokenError(
                 "no_user_key",
@@ -84,6 +93,9 @@ class SessionTokens:
         self._lock = threading.Lock()
         self._token: str | None = None
         self._fresh_until = 0.0
+        self._dpop_key = _dpop_key_for(self.url, profile) if dpop else None
+        # The last nonce AgentPass handed out: the next mint's proof carries it (RFC 9449 8).
+        self._dpop_nonce: str | None = None
 
     def token(self) -> str:
         """A session token with more than 60 seconds left: the last one, or a fresh one."""
@@ -95,22 +107,38 @@ class SessionTokens:
                 self._fresh_until = asked + lifetime - REUSE_MARGIN
             return self._token
 
+    @property
+    def dpop_thumbprint(self) -> str | None:
+        """The RFC 7638 thumbprint of the key tokens are bound to (their ``cnf.jkt``); None
+        without ``dpop``."""
+        return self._dpop_key.thumbprint if self._dpop_key is not None else None
+
+    def headers_for(self, method: str, url: str) -> dict[str, str]:
+        """The headers that authenticate one request: ``Authorization: Bearer <token>``, or with
+        ``dpop`` ``Authorization: DPoP <token>`` and a ``DPoP`` proof for ``method`` and ``url``
+        (one use only: ask again for every request)."""
+        token = self.token()
+        if self._dpop_key is None:
+            return {"Authorization": f"Bearer {token}"}
+        proof = self._dpop_key.proof(method, url, access_token=token)
+        return {"Authorization": f"DPoP {token}", "DPoP": proof}
+
     def requests_auth(self) -> requests.auth.AuthBase:
-        """An auth object for ``requests``: every request carries ``Authorization: Bearer``."""
+        """An auth object for ``requests``: every request carries ``headers_for`` it."""
         import requests.auth  # lazily: requests is the caller's choice, not our dependency
 
         tokens = self
 
         class _SessionTokenAuth(requests.auth.AuthBase):
             def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-                request.headers["Authorization"] = f"Bearer {tokens.token()}"
+                request.headers.update(tokens.headers_for(str(request.method), str(request.url)))
                 return request
 
         return _SessionTokenAuth()
 
     def httpx_auth(self) -> httpx.Auth:
         """An auth object for ``httpx`` (``Client`` and ``AsyncClient``; minting blocks briefly,
-        once every few minutes): every request carries ``Authorization: Bearer``."""
+        once every few minutes): every request carries ``headers_for`` it."""
         import httpx  # lazily: httpx is the caller's choice, not our dependency
 
         tokens = self
@@ -119,7 +147,7 @@ class SessionTokens:
             def auth_flow(
                 self, request: httpx.Request
             ) -> Generator[httpx.Request, httpx.Response, None]:
-                request.headers["Authorization"] = f"Bearer {tokens.token()}"
+                request.headers.update(tokens.headers_for(request.method, str(request.url)))
                 yield request
 
         return _SessionTokenAuth()
@@ -133,24 +161,25 @@ class SessionTokens:
         }
         if self.resource is not None:
             form["resource"] = self.resource
-        answer = post_to_agentpass(
-            f"{self.url}/oauth/token",
-            content_type="application/x-www-form-urlencoded",
-            data=urlencode(form).encode(),
-            timeout=self._timeout,
-        )
-        if isinstance(answer, NoAnswer):
-            raise SessionTokenError(
-                "network_error", f"{NETWORK_ERROR} ({self.url}: {answer.reason})"
-            )
+        answer = self._post_token_request(urlencode(form).encode())
         body = answer.body or {}
         token, lifetime = body.get("access_token"), body.get("expires_in")
+        error, description = body.get("error"), body.get("error_description")
+        reason = description if isinstance(description, str) else f"HTTP {answer.status}"
         if answer.status == 200 and isinstance(token, str) and token:
+            if self._dpop_key is not None and body.get("token_type") != "DPoP":
+                raise SessionTokenError(
+                    "unexpected_response",
+                    f"AgentPass at {self.url} answered a token not bound to the DPoP key "
+                    f"(token_type {body.get('token_type')})",
+                )
             if isinstance(lifetime, (int, float)) and lifetime > 0:
                 return token, float(lifetime)
             return token, 0.0  # without a usable lifetime it is stale: the next call mints anew
-        error, description = body.get("error"), body.get("error_description")
-        reason = description if isinstance(description, str) else f"HTTP {answer.status}"
+        if error in ("invalid_dpop_proof", "use_dpop_nonce"):
+            raise SessionTokenError(
+                "dpop_proof_invalid", f"AgentPass refused the DPoP proof ({reason})"
+            )
         if error == "invalid_grant":
             raise SessionTokenError(
                 "key_rejected",
@@ -172,8 +201,54 @@ class SessionTokens:
             "unexpected_response", f"AgentPass could not mint a token: {reason}"
         )
 
+    def _post_token_request(self, form: bytes) -> ServiceAnswer:
+        """``POST /oauth/token``; with a DPoP key, with its proof, retried once when AgentPass
+        asks for a nonce it had not handed out yet (a repeated one would only loop)."""
+        answer = self._post_form(form)
+        if self._dpop_key is None or not isinstance(answer.body, dict):
+            return answer
+        sent = self._dpop_nonce
+        self._dpop_nonce = answer.headers.get("DPoP-Nonce") or sent
+        if answer.body.get("error") == "use_dpop_nonce" and self._dpop_nonce != sent:
+            answer = self._post_form(form)
+            self._dpop_nonce = answer.headers.get("DPoP-Nonce") or self._dpop_nonce
+        return answer
 
-def _resolve_url(url: str | None, saved: dict[str, str]) -> str:
+    def _post_form(self, form: bytes) -> ServiceAnswer:
+        token_url = f"{self.url}/oauth/token"
+        proof = None
+        if self._dpop_key is not None:
+            proof = self._dpop_key.proof("POST", token_url, nonce=self._dpop_nonce)
+        answer = post_to_agentpass(
+            token_url,
+            content_type="application/x-www-form-urlencoded",
+            data=form,
+            timeout=self._timeout,
+            dpop=proof,
+        )
+        if isinstance(answer, NoAnswer):
+            raise SessionTokenError(
+                "network_error", f"{NETWORK_ERROR} ({self.url}: {answer.reason})"
+            )
+        return answer
+
+
+def _dpop_key_for(url: str, profile: SavedProfile | None) -> DpopKey:
+    """The key the command line saved for ``url`` (the one a DPoP login's user key is bound
+    to), else a new one, in memory: tokens bound to it last no longer than this process."""
+    if profile is None or profile.dpop_key is None:
+        return create_dpop_key()
+    try:
+        return import_dpop_key(profile.dpop_key)
+    except ValueError as invalid:
+        raise SessionTokenError(
+            "dpop_key_invalid",
+            f"The DPoP key saved for {url} is not a P-256 private JWK ({invalid}): "
+            "run agentpass login",
+        ) from invalid
+
+
+def _resolve_url(url: str | None, saved: dict[str, SavedProfile]) -> str:
     """``url``, else ``AGENTPASS_URL``, else the one server the command line logged in to, as
     the command line itself chooses. Never a built-in URL: the user key would go to it."""
     given = url or os.environ.get("AGENTPASS_URL")

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping, cast
 
 from ._result import LOCAL_CODES, VerifyResult
 from ._verify import DEFAULT_TIMEOUT, call_verify, check_arguments, service_url, url_or_environment
@@ -57,7 +57,8 @@ class Verifier:
     ``cache_ttl`` is how long, in seconds, a success may be reused: the longest a revocation
     (of the person's key, or of yours) can take to reach you. Default 0 (off: every revocation
     holds on your next call); at most ``MAX_CACHE_TTL`` (5); never past the token's own
-    expiry; failures are never cached. ``timeout`` limits each call to AgentPass; past it the
+    expiry; failures are never cached, nor are verifications with a DPoP proof (a proof is good
+    for one request only). ``timeout`` limits each call to AgentPass; past it the
     result is the network error. ``on_error`` hears of a fault that fails every verification
     (your key refused or revoked, AgentPass unreachable or not answering as itself), once per
     cause until a verification succeeds again (default: one line on the ``agentpass`` logger).
@@ -111,12 +112,15 @@ class Verifier:
         """The AgentPass URL this verifier asks."""
         return self._base
 
-    def verify(self, session_token: object) -> VerifyResult:
+    def verify(self, session_token: object, *, dpop: object = None) -> VerifyResult:
         """Same contract as ``verify()``: never raises."""
-        refused = check_arguments(self._partner_key, session_token, self._base)
+        refused = check_arguments(self._partner_key, session_token, self._base, dpop)
         if refused is not None:
             return refused
         token = str(session_token)
+        if dpop is not None:
+            # Each proof is judged afresh: its result is neither cached nor shared.
+            return self._ask(token, cast("Mapping[str, str | None]", dpop))
         if self._cache_ttl == 0:
             return self._ask(token)
         key = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
@@ -143,10 +147,10 @@ class Verifier:
             asking.done.set()
         return asking.result
 
-    def _ask(self, token: str) -> VerifyResult:
+    def _ask(self, token: str, dpop: Mapping[str, str | None] | None = None) -> VerifyResult:
         reasons: list[str] = []
         result = call_verify(
-            self._endpoint, self._partner_key, token, self._timeout, reasons.append
+            self._endpoint, self._partner_key, token, self._timeout, reasons.append, dpop
         )
         self._report(result, reasons[0] if reasons else None)
         return result
@@ -176,8 +180,14 @@ class Verifier:
             self._on_error(fault)
 
 
-# The verdicts on a token itself: the token's fault, never the partner's.
-_TOKEN_VERDICTS = ("session_token_invalid", "session_token_field_invalid")
+# The verdicts on a token itself (or on its proof): the agent's fault, never the partner's.
+_TOKEN_VERDICTS = (
+    "session_token_invalid",
+    "session_token_field_invalid",
+    "session_token_proof_required",
+    "session_token_proof_invalid",
+    "dpop_field_invalid",
+)
 
 
 def _fault_of(result: VerifyResult, base: str, no_answer: str | None) -> VerifierFault | None:

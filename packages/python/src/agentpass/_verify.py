@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime
-from typing import Callable, cast
+from typing import Callable, Mapping, cast
 from urllib.parse import urlsplit
 
 from ._post import NoAnswer, post_to_agentpass
@@ -19,7 +19,9 @@ TOKEN_EXPIRES_HEADER = "AgentPass-Token-Expires-At"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def verify(partner_key: object, session_token: object, api_url: object = None) -> VerifyResult:
+def verify(
+    partner_key: object, session_token: object, api_url: object = None, *, dpop: object = None
+) -> VerifyResult:
     """Asks AgentPass who a session token belongs to. Never raises, whatever the arguments.
 
     ``partner_key`` is your partner key (``apk_…``), sent as a Bearer credential;
@@ -27,6 +29,13 @@ def verify(partner_key: object, session_token: object, api_url: object = None) -
     the ``AGENTPASS_URL`` environment variable. The result is ``ok`` with ``email``, or not
     ``ok`` with the service's ``error`` and ``code`` (``Network error: cannot reach API`` and
     ``network_error`` when the service could not be reached; ``status`` is then 0).
+
+    ``dpop`` is ``{"proof": …, "method": …, "url": …}`` when the agent sent
+    ``Authorization: DPoP``: its ``DPoP`` header (None when it had none), and the method and
+    absolute URL of the request you received (your public one behind a proxy). AgentPass checks
+    the proof of a token bound to a key (401 ``session_token_proof_required`` without one,
+    ``session_token_proof_invalid`` when it fails, the error saying which check) and ignores it
+    for an unbound token. A ``dpop`` of another shape is 400 ``dpop_field_invalid``.
 
     Example::
 
@@ -38,12 +47,18 @@ def verify(partner_key: object, session_token: object, api_url: object = None) -
         user = db.users.find_by_email(result.email)
     """
     base = service_url(url_or_environment(api_url))
-    refused = check_arguments(partner_key, session_token, base)
+    refused = check_arguments(partner_key, session_token, base, dpop)
     if refused is not None:
         return refused
-    # Checked above: the URL, the key and the token are strings.
+    # Checked above: the URL, the key and the token are strings, dpop a proper one or None.
     endpoint = f"{cast(str, base)}/api/verify"
-    return call_verify(endpoint, cast(str, partner_key), cast(str, session_token), DEFAULT_TIMEOUT)
+    return call_verify(
+        endpoint,
+        cast(str, partner_key),
+        cast(str, session_token),
+        DEFAULT_TIMEOUT,
+        dpop=cast("Mapping[str, str | None] | None", dpop),
+    )
 
 
 def url_or_environment(api_url: object) -> object:
@@ -78,7 +93,7 @@ def service_url(api_url: object) -> str | VerifyResult:
 
 
 def check_arguments(
-    partner_key: object, session_token: object, base: str | VerifyResult
+    partner_key: object, session_token: object, base: str | VerifyResult, dpop: object = None
 ) -> VerifyResult | None:
     """Refuses, without a request, what the service would refuse anyway (with its own messages
     and statuses), and a missing or malformed URL."""
@@ -87,7 +102,31 @@ def check_arguments(
         return setup
     if not isinstance(session_token, str) or session_token == "":
         return failure(400, "Missing or invalid sessionToken", "session_token_field_invalid")
+    if dpop is not None and not _is_request_proof(dpop):
+        return failure(400, "Invalid dpop: expected {proof, method, url}", "dpop_field_invalid")
     return None
+
+
+_MAX_DPOP_FIELD_CHARS = 8192
+"""The longest proof, method or URL AgentPass takes."""
+
+
+def _is_request_proof(dpop: object) -> bool:
+    """``{"proof", "method", "url"}`` as AgentPass takes it: the proof a string or None (no
+    ``DPoP`` header), the method a string, the URL an absolute http(s) one."""
+    if not isinstance(dpop, Mapping):
+        return False
+    proof, method, url = dpop.get("proof"), dpop.get("method"), dpop.get("url")
+
+    def is_field(value: object) -> bool:
+        return isinstance(value, str) and 0 < len(value) <= _MAX_DPOP_FIELD_CHARS
+
+    return (
+        (proof is None or proof == "" or is_field(proof))
+        and is_field(method)
+        and is_field(url)
+        and isinstance(service_url(url), str)
+    )
 
 
 def check_setup(partner_key: object, base: str | VerifyResult) -> VerifyResult | None:
@@ -107,13 +146,19 @@ def call_verify(
     session_token: str,
     timeout: float,
     on_no_answer: Callable[[str], None] | None = None,
+    dpop: Mapping[str, str | None] | None = None,
 ) -> VerifyResult:
     """One ``POST /api/verify``, mapped to a result: an error answer passes its ``error`` and
-    ``code`` through unchanged. ``on_no_answer`` hears why no answer came back, for logs."""
+    ``code`` through unchanged. ``on_no_answer`` hears why no answer came back, for logs.
+    ``dpop`` goes along when it has a proof; without one the request had none, as AgentPass
+    takes a call without ``dpop`` (a bound token is then refused)."""
+    request: dict[str, object] = {"sessionToken": session_token}
+    if dpop is not None and dpop.get("proof"):
+        request["dpop"] = {"proof": dpop["proof"], "method": dpop["method"], "url": dpop["url"]}
     answer = post_to_agentpass(
         endpoint,
         content_type="application/json",
-        data=json.dumps({"sessionToken": session_token}).encode(),
+        data=json.dumps(request).encode(),
         timeout=timeout,
         bearer=partner_key,
     )

@@ -16,9 +16,11 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, Awaitable, Callable, MutableMapping
+from urllib.parse import quote
 
-from ._authenticate import authenticate
+from ._authenticate import authenticate, public_base_url
 from ._verifier import Verifier
 
 Scope = MutableMapping[str, Any]
@@ -37,30 +39,41 @@ _WEBSOCKET_POLICY_VIOLATION = 1008
 class AgentPassMiddleware:
     """Authenticates every HTTP and WebSocket request through AgentPass.
 
-    The session token is read from ``x-session-token`` or ``Authorization: Bearer``. On success
-    the person's email is set at ``scope["state"]["agentpass_email"]``; otherwise the answer is
-    JSON ``{"error", "code"}``: 401 for the agent's token (missing, invalid, expired), 503 with
-    ``Retry-After`` when AgentPass is unreachable or refuses your partner key, 400 for two
-    different tokens. ``verifier`` defaults to ``Verifier()`` (``AGENTPASS_PARTNER_KEY``,
-    ``AGENTPASS_URL``). Verification runs in a worker thread, off the event loop (asyncio).
+    The session token is read from ``x-session-token``, ``Authorization: Bearer`` or
+    ``Authorization: DPoP``; with DPoP its ``DPoP`` proof goes to AgentPass with the request's
+    method and URL. On success the person's email is set at
+    ``scope["state"]["agentpass_email"]``; otherwise the answer is JSON ``{"error", "code"}``:
+    401 for the agent's token (missing, invalid, expired, bound to a key but without its proof
+    or with a proof that fails), 503 with ``Retry-After`` when AgentPass is unreachable or
+    refuses your partner key, 400 for two different tokens. ``verifier`` defaults to
+    ``Verifier()`` (``AGENTPASS_PARTNER_KEY``, ``AGENTPASS_URL``). ``public_url`` is your
+    public base URL (``https://api.example.com``) behind a proxy, where the request's own
+    scheme and host are not the ones the agent called. Verification runs in a worker thread,
+    off the event loop (asyncio).
     """
 
-    def __init__(self, app: ASGIApp, verifier: Verifier | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, verifier: Verifier | None = None, *, public_url: str | None = None
+    ) -> None:
         self.app = app
         self.verifier = verifier if verifier is not None else Verifier()
+        self.public_url = public_base_url(public_url)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = _headers_of(scope)
-        auth = await asyncio.get_running_loop().run_in_executor(
-            None,
+        check = functools.partial(
             authenticate,
             self.verifier,
             headers.get("x-session-token"),
             headers.get("authorization"),
+            dpop_proof=headers.get("dpop"),
+            method=scope.get("method", "GET"),
+            url=(self.public_url or _origin_of(scope, headers)) + _path_of(scope),
         )
+        auth = await asyncio.get_running_loop().run_in_executor(None, check)
         if auth.ok:
             # A copy: the state of this request only, whatever the server shares between them.
             state = {**scope.get("state", {}), EMAIL_STATE_KEY: auth.email}
@@ -79,6 +92,26 @@ class AgentPassMiddleware:
                 }
             )
             await send({"type": "http.response.body", "body": auth.response_body()})
+
+
+# A WebSocket opens with an HTTP GET: its proof names the http(s) URL of that request.
+_HTTP_SCHEMES = {"ws": "http", "wss": "https"}
+
+
+def _origin_of(scope: Scope, headers: dict[str, str]) -> str:
+    """``scheme://host`` of the request as the agent addressed it (its ``Host`` header)."""
+    scheme = scope.get("scheme", "http")
+    server = scope.get("server") or ("localhost", None)
+    host = headers.get("host") or (f"{server[0]}:{server[1]}" if server[1] else server[0])
+    return f"{_HTTP_SCHEMES.get(scheme, scheme)}://{host}"
+
+
+def _path_of(scope: Scope) -> str:
+    """The request's path as sent (percent-encoded), without its query."""
+    raw = scope.get("raw_path")
+    if raw:
+        return raw.decode("latin-1").split("?", 1)[0]
+    return quote(scope.get("path", "/"))
 
 
 def _headers_of(scope: Scope) -> dict[str, str]:

@@ -16,8 +16,9 @@ Example::
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable
+from urllib.parse import quote
 
-from ._authenticate import authenticate
+from ._authenticate import authenticate, public_base_url
 from ._verifier import Verifier
 
 Environ = Dict[str, Any]
@@ -31,21 +32,32 @@ EMAIL_ENVIRON_KEY = "agentpass.email"
 class AgentPassMiddleware:
     """Authenticates every request through AgentPass.
 
-    The session token is read from ``x-session-token`` or ``Authorization: Bearer``. On success
-    the person's email is set at ``environ["agentpass.email"]``; otherwise the answer is JSON
-    ``{"error", "code"}``: 401 for the agent's token (missing, invalid, expired), 503 with
-    ``Retry-After`` when AgentPass is unreachable or refuses your partner key, 400 for two
+    The session token is read from ``x-session-token``, ``Authorization: Bearer`` or
+    ``Authorization: DPoP``; with DPoP its ``DPoP`` proof goes to AgentPass with the request's
+    method and URL. On success the person's email is set at ``environ["agentpass.email"]``;
+    otherwise the answer is JSON ``{"error", "code"}``: 401 for the agent's token (missing,
+    invalid, expired, bound to a key but without its proof or with a proof that fails), 503
+    with ``Retry-After`` when AgentPass is unreachable or refuses your partner key, 400 for two
     different tokens. ``verifier`` defaults to ``Verifier()`` (``AGENTPASS_PARTNER_KEY``,
-    ``AGENTPASS_URL``).
+    ``AGENTPASS_URL``). ``public_url`` is your public base URL (``https://api.example.com``)
+    behind a proxy, where the request's own scheme and host are not the ones the agent called.
     """
 
-    def __init__(self, app: WSGIApp, verifier: Verifier | None = None) -> None:
+    def __init__(
+        self, app: WSGIApp, verifier: Verifier | None = None, *, public_url: str | None = None
+    ) -> None:
         self.app = app
         self.verifier = verifier if verifier is not None else Verifier()
+        self.public_url = public_base_url(public_url)
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         auth = authenticate(
-            self.verifier, environ.get("HTTP_X_SESSION_TOKEN"), environ.get("HTTP_AUTHORIZATION")
+            self.verifier,
+            environ.get("HTTP_X_SESSION_TOKEN"),
+            environ.get("HTTP_AUTHORIZATION"),
+            dpop_proof=environ.get("HTTP_DPOP"),
+            method=environ.get("REQUEST_METHOD", "GET"),
+            url=(self.public_url or _origin_of(environ)) + _path_of(environ),
         )
         if auth.ok:
             environ[EMAIL_ENVIRON_KEY] = auth.email
@@ -55,3 +67,27 @@ class AgentPassMiddleware:
             auth.status_line, [*auth.response_headers(), ("Content-Length", str(len(body)))]
         )
         return [body]
+
+
+def _origin_of(environ: Environ) -> str:
+    """``scheme://host`` of the request as the agent addressed it (PEP 3333's reconstruction)."""
+    host = environ.get("HTTP_HOST")
+    if not host:
+        scheme, port = environ["wsgi.url_scheme"], environ.get("SERVER_PORT", "")
+        default = {"http": "80", "https": "443"}.get(scheme)
+        host = environ.get("SERVER_NAME", "localhost") + (f":{port}" if port != default else "")
+    return f"{environ['wsgi.url_scheme']}://{host}"
+
+
+# RFC 3986's pchar, less the percent sign: what a path carries as it is.
+_PATH_SAFE = "/:@!$&'()*+,;=~"
+
+
+def _path_of(environ: Environ) -> str:
+    """The request's path percent-encoded again, as the agent sent it (WSGI decodes it)."""
+    path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+    try:
+        raw = path.encode("latin-1")  # PEP 3333: the bytes as sent, one character each
+    except UnicodeEncodeError:  # a server that decoded them as UTF-8 after all
+        raw = path.encode("utf-8")
+    return quote(raw, safe=_PATH_SAFE) or "/"
