@@ -156,11 +156,12 @@ for (const engine of testEngines()) {
         });
 
         it("refuses the token without its proof: as Bearer, in x-session-token, or under DPoP alone", async () => {
-          for (const headers of [
+          const sent: Record<string, string>[] = [
             { authorization: `Bearer ${token}` },
             { "x-session-token": token },
             { authorization: `DPoP ${token}` },
-          ]) {
+          ];
+          for (const headers of sent) {
             await expectRefusal(await partner.call(headers), {
               body: REQUIRED,
               challenge: CHALLENGE_REQUIRED,
