@@ -60,7 +60,15 @@ describe("usage recorder", () => {
     const ids = ["p1", "p2", "a1", "a2"];
     const event = fc.record({
       partner: fc.constantFrom(...ids),
-      outcome: fc.constantFrom("success", "invalid_token", "revoked_partner_key"),
+      outcome: fc.constantFrom<VerifyOutcome>(
+        "success",
+        "invalid_token",
+        "revoked_partner_key",
+        "proof_required",
+        "proof_invalid",
+        "proof_replayed",
+        "proof_wrong_key",
+      ),
       at: fc.integer({ min: Date.UTC(2026, 0, 1), max: Date.UTC(2026, 0, 4) }),
       account: fc.option(fc.constantFrom(...ids), { nil: undefined }),
       flushAfter: fc.boolean(),
@@ -72,7 +80,7 @@ describe("usage recorder", () => {
         let daily = new Map<string, number>();
         let activity: UsageBatch["activity"] = new Map();
         for (const { partner, outcome, at, account, flushAfter } of events) {
-          usage.record(partner, outcome as VerifyOutcome, at, account);
+          usage.record(partner, outcome, at, account);
           const key = `${partner}|${new Date(at).toISOString().slice(0, 10)}|${outcome}`;
           daily.set(key, (daily.get(key) ?? 0) + 1);
           if (account) {
