@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { testEngines } from "@agentpass/db/testing";
 import {
@@ -20,6 +21,32 @@ interface DpopKey {
   privateKey: CryptoKey;
   jwk: JWK;
   jkt: string;
+}
+
+async function dpopKey(): Promise<DpopKey> {
+  const { publicKey, privateKey } = await generateKeyPair("ES256", { extractable: true });
+  const jwk = await exportJWK(publicKey);
+  return { privateKey, jwk, jkt: await calculateJwkThumbprint(jwk) };
+}
+
+/**
+ * A proof by `key` for a request (`htm`, `htu`; `ath` of `token` when it goes with one; a
+ * `nonce` at the token endpoint), made at `now` by the service's clock.
+ */
+function dpopProof(
+  key: DpopKey,
+  now: number,
+  claims: { htm: string; htu: string; token?: string; nonce?: string },
+) {
+  const { token, ...rest } = claims;
+  return new SignJWT({
+    jti: crypto.randomUUID(),
+    iat: Math.floor(now / 1000),
+    ...rest,
+    ...(token && { ath: createHash("sha256").update(token).digest("base64url") }),
+  })
+    .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: key.jwk })
+    .sign(key.privateKey);
 }
 
 for (const engine of testEngines()) {
@@ -65,6 +92,15 @@ for (const engine of testEngines()) {
       const key = /id="new-key" class="secret">(apu_[A-Za-z0-9]+)</.exec(page)?.[1];
       assert.ok(key, "the new key is shown once");
       return key;
+    }
+
+    /** The service's own URL (PUBLIC_URL), as the keys page tells the CLI to log in to it. */
+    async function publicUrlOf(client: WebClient) {
+      const publicUrl = /agentpass login --url ([^<\s]+)<\/code>/.exec(
+        await client.text("/keys"),
+      )?.[1];
+      assert.ok(publicUrl);
+      return publicUrl;
     }
 
     async function createPartnerWithKey(client: WebClient, fields: Record<string, string> = {}) {
@@ -470,6 +506,69 @@ for (const engine of testEngines()) {
         );
       });
 
+      it("counts a key-bound token's refusals by what was wrong with its proof", async () => {
+        const owner = browser();
+        await signIn(owner);
+        const partner = await createPartnerWithKey(owner);
+        const person = browser();
+        await signIn(person);
+        const userKey = await createUserKey(person);
+        const key = await dpopKey();
+        const minted = await identity.app.request("/api/session-tokens", {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${userKey}`,
+            dpop: await dpopProof(key, identity.now(), {
+              htm: "POST",
+              htu: `${await publicUrlOf(person)}/api/session-tokens`,
+            }),
+          },
+        });
+        const { sessionToken: token, tokenType } = (await minted.json()) as Record<string, string>;
+        assert.equal(tokenType, "DPoP", "a token bound to the key");
+        const request = { method: "GET", url: "https://weather.example/forecast" };
+        const proofBy = (signer: DpopKey, htm = request.method) =>
+          dpopProof(signer, identity.now(), { htm, htu: request.url, token });
+        const verify = async (proof?: string) => {
+          const dpop = proof === undefined ? {} : { dpop: { proof, ...request } };
+          const response = await identity.verify(
+            `Bearer ${partner.key}`,
+            JSON.stringify({ sessionToken: token, ...dpop }),
+          );
+          return {
+            status: response.status,
+            code: ((await response.json()) as { code?: string }).code,
+          };
+        };
+        const used = await proofBy(key);
+        assert.deepEqual(await verify(used), { status: 200, code: undefined });
+        assert.deepEqual(await verify(used), { status: 401, code: "session_token_proof_invalid" });
+        assert.deepEqual(await verify(), { status: 401, code: "session_token_proof_required" });
+        assert.deepEqual(await verify(await proofBy(await dpopKey())), {
+          status: 401,
+          code: "session_token_proof_invalid",
+        });
+        for (const htm of ["POST", "DELETE"]) {
+          assert.equal((await verify(await proofBy(key, htm))).status, 401);
+        }
+
+        const page = await owner.text(partner.path);
+        const counted = {
+          success: ["Verified", 1],
+          proof_replayed: ["Replayed DPoP proof", 1],
+          proof_required: ["Key-bound token without its DPoP proof", 1],
+          proof_wrong_key: ["DPoP proof signed by another key", 1],
+          proof_invalid: ["Invalid DPoP proof", 2],
+          invalid_token: ["Invalid or expired token", 0],
+        };
+        for (const [outcome, [label, count]] of Object.entries(counted)) {
+          assert.ok(
+            page.includes(`<tr data-outcome="${outcome}"><td>${label}</td><td>${count}</td></tr>`),
+            `${outcome}: ${count}`,
+          );
+        }
+      });
+
       it("leaves people the record of a deleted partner, under its name, until they delete their account", async () => {
         const owner = browser();
         await signIn(owner);
@@ -625,26 +724,6 @@ for (const engine of testEngines()) {
       const DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
       const form = { "content-type": "application/x-www-form-urlencoded" };
 
-      /** A key pair such as a client keeps, with its RFC 7638 thumbprint. */
-      async function dpopKey() {
-        const { publicKey, privateKey } = await generateKeyPair("ES256", { extractable: true });
-        const jwk = await exportJWK(publicKey);
-        return { privateKey, jwk, jkt: await calculateJwkThumbprint(jwk) };
-      }
-
-      /** A proof by `key` for a POST to the token endpoint, at the service's time. */
-      function tokenProof(key: DpopKey, publicUrl: string, nonce?: string) {
-        return new SignJWT({
-          jti: crypto.randomUUID(),
-          htm: "POST",
-          htu: `${publicUrl}/oauth/token`,
-          iat: Math.floor(identity.now() / 1000),
-          ...(nonce && { nonce }),
-        })
-          .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: key.jwk })
-          .sign(key.privateKey);
-      }
-
       /**
        * A device login of the CLI's client named `name`, approved by `person` and redeemed at
        * the token endpoint: with a proof by `key` (after the nonce it asks for), else as bearer.
@@ -657,14 +736,20 @@ for (const engine of testEngines()) {
         });
         const code = (await started.json()) as Record<string, string>;
         await person.post("/device", { code: code.user_code ?? "", decision: "approve" });
-        const publicUrl = /agentpass login --url ([^<\s]+)<\/code>/.exec(
-          await person.text("/keys"),
-        )?.[1];
-        assert.ok(publicUrl);
+        const publicUrl = await publicUrlOf(person);
         const redeem = async (nonce?: string) =>
           identity.app.request("/oauth/token", {
             method: "POST",
-            headers: { ...form, ...(key && { dpop: await tokenProof(key, publicUrl, nonce) }) },
+            headers: {
+              ...form,
+              ...(key && {
+                dpop: await dpopProof(key, identity.now(), {
+                  htm: "POST",
+                  htu: `${publicUrl}/oauth/token`,
+                  nonce,
+                }),
+              }),
+            },
             body: new URLSearchParams({
               grant_type: DEVICE_GRANT,
               device_code: code.device_code ?? "",
