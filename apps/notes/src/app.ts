@@ -23,7 +23,6 @@ import {
   RESOURCE_METADATA_PATH,
   RESOURCE_NAME,
   RESOURCE_PATHS,
-  resourceMetadataUrl,
 } from "./routes/protected-resource.ts";
 import { answerOfRefusal } from "./routes/refusals.ts";
 import { tagEndpoints } from "./routes/tags.ts";
@@ -66,8 +65,8 @@ export function createNotesApi(
   const { publicUrl } = options;
   const metrics = options.metrics ?? createServiceMetrics();
   const counts = createAuthenticationCounts(metrics.registry);
-  const verified = verifiedUser(ctx, resourceMetadataUrl(publicUrl, RESOURCE_PATHS.api), counts);
-  const bound = boundTokenUser(ctx, resourceMetadataUrl(publicUrl, RESOURCE_PATHS.mcp), counts);
+  const verified = verifiedUser(ctx, { publicUrl, path: RESOURCE_PATHS.api }, counts);
+  const bound = boundTokenUser(ctx, { publicUrl, path: RESOURCE_PATHS.mcp }, counts);
   const api: Endpoint[] = [
     indexEndpoint(() => api),
     ...noteEndpoints(ctx, verified),

@@ -26,6 +26,14 @@ export const ERRORS = {
       message:
         "Session token not bound to the notes API: mint it with agentpass token --resource <url> (or --audience <partner id>)",
     },
+    // A token bound to the agent's key (RFC 9449), sent without its proof (or as Bearer), or
+    // with a proof AgentPass refused: the answer carries AgentPass's own message, which says
+    // which check failed.
+    session_token_proof_required: {
+      status: 401,
+      message: "This session token is bound to a key: send its DPoP proof",
+    },
+    session_token_proof_invalid: { status: 401, message: "Invalid DPoP proof: <which check>" },
     // The token is good: saying so keeps an agent from minting again, or an OAuth client from
     // asking the person to consent again, for an account only the notes API's admin can add.
     no_account: { status: 401, message: "No notes account for this email (the token is valid)" },
@@ -45,6 +53,8 @@ export const AUTH_ERRORS = [
   ERRORS.invalid_request,
   ERRORS.session_token_missing,
   ERRORS.session_token_invalid,
+  ERRORS.session_token_proof_required,
+  ERRORS.session_token_proof_invalid,
   ERRORS.no_account,
   ERRORS.identity_unavailable,
 ];

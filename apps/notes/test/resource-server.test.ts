@@ -22,6 +22,12 @@ function challenge(metadata: string, error?: string): string {
 
 const ENDPOINTS = AUTHENTICATED_ENDPOINTS;
 
+/** What the metadata says of DPoP (RFC 9449 section 5.1): AgentPass's algorithms, Bearer too. */
+const DPOP_METADATA = {
+  dpop_signing_alg_values_supported: ["ES256", "EdDSA", "Ed25519", "ES384", "PS256", "RS256"],
+  dpop_bound_access_tokens_required: false,
+};
+
 for (const engine of testEngines()) {
   describe(`notes API as an OAuth resource server (${engine})`, () => {
     let notes: TestNotes;
@@ -149,6 +155,7 @@ for (const engine of testEngines()) {
             bearer_methods_supported: ["header"],
             resource_name: "AgentPass reference notes API",
             resource_documentation: `${PUBLIC_URL}/docs`,
+            ...DPOP_METADATA,
           },
         ],
         [
@@ -159,6 +166,7 @@ for (const engine of testEngines()) {
             bearer_methods_supported: ["header"],
             resource_name: "AgentPass reference notes API (MCP)",
             resource_documentation: `${PUBLIC_URL}/docs`,
+            ...DPOP_METADATA,
           },
         ],
       ];

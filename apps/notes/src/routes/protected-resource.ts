@@ -9,12 +9,24 @@ export const RESOURCE_PATHS = { api: "", mcp: "/mcp" } as const;
 
 export const RESOURCE_NAME = "AgentPass reference notes API";
 
+/**
+ * The DPoP proof algorithms AgentPass accepts (its `DPOP_ALGORITHMS`, which its authorization
+ * server metadata lists too): AgentPass checks the proofs sent here, so these are ours.
+ */
+const DPOP_ALGORITHMS = ["ES256", "EdDSA", "Ed25519", "ES384", "PS256", "RS256"];
+
 const ResourceMetadata = z.object({
   resource: z.url().meta({ description: "The protected resource's identifier (its URL)" }),
   authorization_servers: z.array(z.url()).meta({ description: "Where its tokens come from" }),
   bearer_methods_supported: z.array(z.literal("header")),
   resource_name: z.string(),
   resource_documentation: z.url(),
+  dpop_signing_alg_values_supported: z
+    .array(z.string())
+    .meta({ description: "The algorithms of the DPoP proofs (RFC 9449) sent with bound tokens" }),
+  dpop_bound_access_tokens_required: z
+    .boolean()
+    .meta({ description: "Whether every token must be bound to a key: no, Bearer ones are taken" }),
 });
 
 /** The URL of a protected resource's metadata document, as 401 challenges name it. */
@@ -25,7 +37,8 @@ export function resourceMetadataUrl(publicUrl: string, resourcePath: string): st
 /**
  * OAuth 2.0 Protected Resource Metadata (RFC 9728) of the REST API and of `/mcp`: public, any
  * origin may read them. An OAuth client that meets a 401 reads the document its challenge names
- * and learns that AgentPass issues the tokens.
+ * and learns that AgentPass issues the tokens, and that a token bound to its key (DPoP, RFC 9449
+ * section 5.1) is taken beside Bearer ones.
  */
 export function protectedResourceEndpoints(options: {
   publicUrl: string;
@@ -46,6 +59,8 @@ export function protectedResourceEndpoints(options: {
       bearer_methods_supported: ["header"],
       resource_name: name,
       resource_documentation: `${options.publicUrl}/docs`,
+      dpop_signing_alg_values_supported: DPOP_ALGORITHMS,
+      dpop_bound_access_tokens_required: false,
     };
     return defineEndpoint({
       method: "GET",
