@@ -103,6 +103,35 @@ def test_the_install_snippet_installs_the_served_wheel_in_a_plain_venv(
     assert located.stdout.startswith(str(tmp_path / ".venv")), located.stdout + located.stderr
 
 
+def test_the_served_wheel_installs_with_the_dpop_extra_where_cryptography_is(
+    agentpass: AgentPass, tmp_path: Path
+) -> None:
+    """``agentpass[dpop]`` from the service's URL asks for cryptography, here the system's (no
+    index), and signs proofs with it."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    wheel = f"{agentpass.identity_url}/downloads/agentpass-0.1.0-py3-none-any.whl"
+    installed = subprocess.run(
+        [str(venv / "bin" / "pip"), "install", f"agentpass[dpop] @ {wheel}"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "does not provide the extra" not in installed.stdout + installed.stderr
+    script = (
+        "import agentpass\n"
+        "tokens = agentpass.SessionTokens('http://127.0.0.1:9', 'apu_key', dpop=True)\n"
+        "print(agentpass.__file__)\nprint(len(tokens.dpop_thumbprint))\n"
+    )
+    signed = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", script], capture_output=True, text=True, cwd="/"
+    )
+    location, thumbprint_length = signed.stdout.split()
+    assert location.startswith(str(venv)), signed.stderr
+    assert thumbprint_length == "43"  # base64url of a SHA-256
+
+
 def test_the_served_wheel_holds_what_setuptools_builds(package_copy: Path, tmp_path: Path) -> None:
     """The wheel npm run pack writes with Node (scripts/python-wheel.ts), which the service serves,
     has setuptools' files and metadata fields."""

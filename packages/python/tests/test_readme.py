@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from typing import Callable
 
 import httpx
 import pytest
@@ -13,7 +14,14 @@ from readme import snippet, snippets
 
 from agentpass import SessionTokens
 
-TESTED = {"python-install", "python-verify", "python-fastapi", "python-flask", "python-agent"}
+TESTED = {
+    "python-install",
+    "python-verify",
+    "python-fastapi",
+    "python-flask",
+    "python-agent",
+    "python-agent-dpop",
+}
 
 
 def run(name: str, **given: object) -> tuple[dict[str, object], str]:
@@ -76,3 +84,15 @@ def test_the_agent_snippet_writes_a_note_finds_it_and_lists_the_mcp_tools(
     ).json()["total"]
     _, printed = run("python-agent")
     assert printed.splitlines() == [str(before + 1), "True"]
+
+
+def test_the_dpop_agent_snippet_is_the_person_and_its_copied_token_nothing(
+    agentpass: AgentPass,
+    node_partner: Callable[[str, str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENTPASS_URL", agentpass.identity_url)
+    monkeypatch.setenv("AGENTPASS_USER_KEY", agentpass.user_key)
+    monkeypatch.setenv("PARTNER_URL", node_partner(agentpass.identity_url, agentpass.partner_key))
+    _, printed = run("python-agent-dpop")
+    assert printed.splitlines() == [agentpass.email, "session_token_proof_required"]
