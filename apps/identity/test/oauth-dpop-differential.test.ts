@@ -96,6 +96,8 @@ async function startReference(): Promise<TokenEndpoint> {
       dPoP: { enabled: true, nonceSecret: randomBytes(32), requireNonce: () => true },
     },
     ttl: { ClientCredentials: 60 },
+    // A browser client of any origin, as our public token endpoint lets one in.
+    clientBasedCORS: () => true,
     enabledJWA: { dPoPSigningAlgValues: [...DPOP_ALGORITHMS] },
   });
   const server: Server = createServer(provider.callback());
@@ -358,6 +360,35 @@ for (const engine of testEngines()) {
       assert.equal(expected.status, 200, expected.description);
       assert.equal(answer.error, "invalid_dpop_proof", answer.description);
       assert.match(String(answer.description), /iat/);
+    });
+
+    it("lets a browser client send its proof and read the nonce (CORS), as node-oidc-provider does", async () => {
+      const origin = "https://agent.example";
+      for (const endpoint of [reference, ours]) {
+        const preflight = await fetch(endpoint.url, {
+          method: "OPTIONS",
+          headers: {
+            origin,
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "authorization, content-type, dpop",
+          },
+        });
+        const allowed = preflight.headers.get("access-control-allow-headers") ?? "";
+        assert.match(allowed, /\bdpop\b/i, `${endpoint.url} allows: ${allowed}`);
+        const response = await fetch(endpoint.url, {
+          method: "POST",
+          headers: {
+            origin,
+            "content-type": "application/x-www-form-urlencoded",
+            ...endpoint.headers,
+            dpop: await proofFor(endpoint, key, undefined),
+          },
+          body: new URLSearchParams(endpoint.form).toString(),
+        });
+        assert.ok(response.headers.get("dpop-nonce"), endpoint.url);
+        const exposed = response.headers.get("access-control-expose-headers") ?? "";
+        assert.match(exposed, /\bdpop-nonce\b/i, `${endpoint.url} exposes: ${exposed}`);
+      }
     });
 
     it("refuses a jti shorter than 96 random bits base64url-encoded, which node-oidc-provider takes", async () => {

@@ -272,7 +272,11 @@ export function createApiListener(
       headers["content-length"] =
         typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
     }
-    if (current.cors) headers["access-control-allow-origin"] = "*";
+    if (current.cors) {
+      headers["access-control-allow-origin"] = "*";
+      // A browser client reads the nonce it must sign (RFC 9449 section 8) and the challenge.
+      headers["access-control-expose-headers"] = "DPoP-Nonce, WWW-Authenticate";
+    }
     for (const name in answer.headers) {
       headers[name.toLowerCase()] = answer.headers[name] as string | string[];
     }
@@ -350,7 +354,8 @@ function preflight(route: PathRoutes, allow: string): Answer {
       Allow: allow,
       "Access-Control-Allow-Origin": "*",
       "Access-Control-Allow-Methods": allow,
-      "Access-Control-Allow-Headers": "authorization, content-type",
+      // DPoP (RFC 9449): a browser client sends its proof in a header of that name.
+      "Access-Control-Allow-Headers": "authorization, content-type, dpop",
       "Access-Control-Max-Age": "600",
     },
   };
