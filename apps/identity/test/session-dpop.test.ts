@@ -3,6 +3,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, type Engine, freePort, testEngines } from "@agentpass/db/testing";
 import { startServer } from "@agentpass/http";
+import fc from "fast-check";
 import {
   type CryptoKey,
   calculateJwkThumbprint,
@@ -563,6 +564,50 @@ for (const engine of testEngines()) {
         }
         const both = await verify(as.publicUrl, partner.key, { sessionToken: 42, dpop: 42 });
         assert.equal(both.body.code, "session_token_field_invalid");
+      });
+
+      it("answers any proof of a bound token with its refusal, never a 500", async () => {
+        const user = await as.userKey();
+        const key = await agentKey();
+        const token = await boundToken(as, user.key, key);
+        const base64url = (value: unknown) =>
+          Buffer.from(JSON.stringify(value)).toString("base64url");
+        const proof = fc.oneof(
+          fc.string({ unit: "binary", maxLength: 200 }),
+          fc
+            .tuple(fc.jsonValue(), fc.jsonValue(), fc.base64String())
+            .map(
+              ([header, claims, signature]) =>
+                `${base64url(header)}.${base64url(claims)}.${signature}`,
+            ),
+          fc
+            .record({
+              alg: fc.constantFrom("ES256", "EdDSA", "none", "HS256"),
+              jwk: fc.jsonValue(),
+            })
+            .map(
+              (header) =>
+                `${base64url({ typ: "dpop+jwt", ...header })}.${base64url({ htm: "GET" })}.`,
+            ),
+        );
+        await fc.assert(
+          fc.asyncProperty(
+            proof,
+            fc.constantFrom("GET", "get", "POST"),
+            async (dpopProof, method) => {
+              // A partner of its own each time: the refusals do not spend one failure budget.
+              const partner = await as.partner();
+              const refused = await verify(as.publicUrl, partner.key, {
+                sessionToken: token,
+                dpop: { proof: dpopProof, method, url: PARTNER_URL },
+              });
+              assert.equal(refused.status, 401, JSON.stringify(refused.body));
+              assert.equal(refused.body.code, "session_token_proof_invalid");
+              assert.match(String(refused.body.error), /^Invalid DPoP proof: The DPoP proof/);
+            },
+          ),
+          { numRuns: 100 },
+        );
       });
 
       it("counts proof refusals against the partner key's failure budget", async () => {

@@ -69,18 +69,18 @@ export async function mintSessionToken(
     if (boundTo !== null && boundTo !== partnerId) return { ok: false, code: "INVALID_AUDIENCE" };
     boundTo = partnerId;
   }
-  let jkt: string | null = null;
-  if (proof) {
-    const proven = await ctx.dpop.verify(proof.proof, {
-      method: proof.method,
-      url: proof.url,
-      requireNonce: false,
-      ...(key.dpopJkt && { boundTo: { jkt: key.dpopJkt, holder: "login" as const } }),
-    });
-    if (!proven.ok)
-      return { ok: false, code: "INVALID_DPOP_PROOF", description: proven.description };
-    jkt = proven.jkt;
+  const proven = proof
+    ? await ctx.dpop.verify(proof.proof, {
+        method: proof.method,
+        url: proof.url,
+        requireNonce: false,
+        ...(key.dpopJkt && { boundTo: { jkt: key.dpopJkt, holder: "login" as const } }),
+      })
+    : null;
+  if (proven && !proven.ok) {
+    return { ok: false, code: "INVALID_DPOP_PROOF", description: proven.description };
   }
+  const jkt = proven?.jkt ?? null;
   const { sessionToken, issuedAt, expiresAt } = sealFor(ctx, key, boundTo, jkt);
   ctx.keyUsage.record("user_keys", key.id, issuedAt);
   return { ok: true, sessionToken, expiresAt, jkt, limit };
@@ -129,12 +129,9 @@ type VerifyResult =
 export type HolderProof = PresentedProof | null | "unchecked";
 
 /**
- * What a partner learns from a session token: the email of the account that minted it.
- * The partner key is judged first (invalid, then revoked), then the token, then — for a token
- * bound to a key — the request's `proof`. Every way a token can be bad — expired, tampered,
- * bound to another partner, from a revoked or deleted key — gives the same
- * INVALID_SESSION_TOKEN, so a partner learns nothing from the difference. A token that is not
- * bound ignores `proof`.
+ * What a partner learns from a session token: the email of the account that minted it, judged
+ * in the order and with the uniform refusals `judgeSessionToken` keeps. A token bound to a key
+ * needs the `proof` of the request it came with; one that is not bound ignores it.
  */
 export async function verifySessionToken(
   ctx: IdentityContext,
