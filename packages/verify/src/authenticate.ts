@@ -36,7 +36,7 @@ export interface AuthOptions {
    * requests you receive name another scheme, host or port: a DPoP proof is checked against this
    * and the request's path. Default: the scheme and host the request itself was addressed to.
    */
-  publicUrl?: string;
+  publicUrl?: string | undefined;
 }
 
 /** A request as the middlewares read it. */

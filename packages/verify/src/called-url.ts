@@ -5,11 +5,12 @@
  */
 
 /**
- * `publicUrl` without a trailing slash, or undefined when none is given; throws a `TypeError`
- * for one that is not an http(s) URL without query, when the middleware is made.
+ * `publicUrl` without a trailing slash, or undefined when none is given (an empty one, as an unset
+ * variable gives, is none); throws a `TypeError` for one that is not an http(s) URL without
+ * query, when the middleware is made.
  */
 export function publicBaseOf(publicUrl: unknown): string | undefined {
-  if (publicUrl === undefined) return undefined;
+  if (publicUrl === undefined || publicUrl === "") return undefined;
   const url = parseUrl(publicUrl);
   if (!url || !/^https?:$/.test(url.protocol) || url.search || url.hash) {
     throw new TypeError(

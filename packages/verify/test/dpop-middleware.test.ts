@@ -237,6 +237,13 @@ describe("the middlewares under the DPoP scheme", () => {
     });
   });
 
+  it("takes an empty publicUrl for none, as an unset variable gives", async () => {
+    await honoApp("").request("http://partner.example/api/me", {
+      headers: { authorization: "DPoP aps_t", dpop: "pr00f" },
+    });
+    assert.equal(lastAsked().dpop.url, "http://partner.example/api/me");
+  });
+
   it("refuses a publicUrl that is not an http(s) URL when the middleware is made", () => {
     for (const publicUrl of [
       "api.example.com",
