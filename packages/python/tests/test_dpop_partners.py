@@ -111,6 +111,25 @@ def proof_for_another_method(agent: SessionTokens, url: str) -> Dict[str, str]:
     return agent.headers_for("POST", url)
 
 
+def proof_too_long_to_read(agent: SessionTokens, url: str) -> Dict[str, str]:
+    return {**agent.headers_for("GET", url), "DPoP": "x" * 8193}
+
+
+UNREADABLE = Answer(
+    status=401,
+    body={
+        "error": "Invalid DPoP proof: the proof or this request's URL is malformed or too long",
+        "code": "session_token_proof_invalid",
+    },
+    media_type="application/json",
+    www_authenticate=(
+        'DPoP error="invalid_dpop_proof", error_description="Invalid DPoP proof: the proof or'
+        " this request's URL is malformed or too long\", algs=\"ES256 EdDSA\""
+    ),
+    retry_after=None,
+)
+
+
 @pytest.mark.parametrize("name", PARTNERS)
 @pytest.mark.parametrize(
     ("headers_of", "expected"),
@@ -120,6 +139,7 @@ def proof_for_another_method(agent: SessionTokens, url: str) -> Dict[str, str]:
         (without_its_proof, PROOF_REQUIRED),
         (proof_for_another_url, proof_invalid("The DPoP proof's htu is not this URL")),
         (proof_for_another_method, proof_invalid("The DPoP proof's htm is not this method")),
+        (proof_too_long_to_read, UNREADABLE),
     ],
 )
 def test_a_bound_token_without_its_right_proof_is_refused(
