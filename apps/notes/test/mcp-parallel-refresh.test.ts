@@ -5,7 +5,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { TestNotes } from "./support/harness.ts";
-import { MemoryProvider, openNotesForMcpClients } from "./support/mcp-oauth.ts";
+import { approveConsent, MemoryProvider, openNotesForMcpClients } from "./support/mcp-oauth.ts";
 
 // Issue 43: the official SDK refreshes once per concurrent 401, so an agent calling tools in
 // parallel when its access token expires presents the same refresh token several times at
@@ -65,38 +65,6 @@ for (const engine of testEngines()) {
     });
     after(() => close());
 
-    /**
-     * The person, signed in, approves on the consent page with plain HTTP (a browser's cookies
-     * and form, no browser): answers the callback URL the client would receive.
-     */
-    async function approveConsent(authorizationUrl: URL, email: string): Promise<URL> {
-      const cookies = new Map([["agentpass_session", await notes.identity.webSession(email)]]);
-      async function browse(url: string, init: RequestInit = {}) {
-        const headers = new Headers(init.headers);
-        headers.set("cookie", [...cookies].map(([name, value]) => `${name}=${value}`).join("; "));
-        const response = await fetch(url, { ...init, headers, redirect: "manual" });
-        for (const cookie of response.headers.getSetCookie()) {
-          const [name = "", value = ""] = (cookie.split(";")[0] ?? "").split("=");
-          cookies.set(name, value);
-        }
-        return response;
-      }
-      const page = await browse(authorizationUrl.href);
-      const html = await page.text();
-      assert.equal(page.status, 200, html);
-      const approved = await browse(`${notes.identity.url}/oauth/authorize`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({
-          _csrf: /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "",
-          request: /name="request" value="([^"]+)"/.exec(html)?.[1]?.replaceAll("&amp;", "&") ?? "",
-          decision: "approve",
-        }),
-      });
-      assert.equal(approved.status, 303, await approved.text());
-      return new URL(approved.headers.get("location") ?? "");
-    }
-
     it("keeps the grant when four tool calls at expiry refresh at once, and past the grace too", async () => {
       const email = `parallel-${crypto.randomUUID()}@example.com`;
       await notes.identity.createAccount(email);
@@ -130,7 +98,7 @@ for (const engine of testEngines()) {
       await new Client({ name: "agent", version: "1.0.0" })
         .connect(new StreamableHTTPClientTransport(mcpUrl, transportOptions))
         .catch(() => {});
-      const returned = await approveConsent(provider.authorizationUrl as URL, email);
+      const returned = await approveConsent(notes, provider.authorizationUrl as URL, email);
       const transport = new StreamableHTTPClientTransport(mcpUrl, transportOptions);
       await transport.finishAuth(returned.searchParams.get("code") ?? "");
       const client = new Client({ name: "agent", version: "1.0.0" });

@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import type { Engine } from "@agentpass/db/testing";
 import { freePort } from "@agentpass/db/testing";
 import { startServer } from "@agentpass/http";
@@ -7,7 +8,7 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
-import { openTestNotes } from "./harness.ts";
+import { openTestNotes, type TestNotes } from "./harness.ts";
 
 /** Where the MCP clients of the tests are sent back to; a browser route catches it. */
 const CALLBACK = "http://127.0.0.1:9/mcp-callback";
@@ -95,4 +96,40 @@ export async function openNotesForMcpClients(engine: Engine) {
       await notes.close();
     },
   };
+}
+
+/**
+ * The person `email`, signed in, approves on the consent page with plain HTTP (a browser's
+ * cookies and form, no browser): answers the callback URL the client would receive.
+ */
+export async function approveConsent(
+  notes: TestNotes,
+  authorizationUrl: URL,
+  email: string,
+): Promise<URL> {
+  const cookies = new Map([["agentpass_session", await notes.identity.webSession(email)]]);
+  async function browse(url: string, init: RequestInit = {}) {
+    const headers = new Headers(init.headers);
+    headers.set("cookie", [...cookies].map(([name, value]) => `${name}=${value}`).join("; "));
+    const response = await fetch(url, { ...init, headers, redirect: "manual" });
+    for (const cookie of response.headers.getSetCookie()) {
+      const [name = "", value = ""] = (cookie.split(";")[0] ?? "").split("=");
+      cookies.set(name, value);
+    }
+    return response;
+  }
+  const page = await browse(authorizationUrl.href);
+  const html = await page.text();
+  assert.equal(page.status, 200, html);
+  const approved = await browse(`${notes.identity.url}/oauth/authorize`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      _csrf: /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "",
+      request: /name="request" value="([^"]+)"/.exec(html)?.[1]?.replaceAll("&amp;", "&") ?? "",
+      decision: "approve",
+    }),
+  });
+  assert.equal(approved.status, 303, await approved.text());
+  return new URL(approved.headers.get("location") ?? "");
 }
