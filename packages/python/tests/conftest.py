@@ -68,7 +68,7 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.fixture(scope="session")
 def agentpass(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentPass]:
     data = tmp_path_factory.mktemp("agentpass")
-    # DPoP proofs name the URL they are for: the service must know its own, PUBLIC_URL.
+    # DPoP proofs name the URL they are for: each service must know its own, PUBLIC_URL.
     port = free_port()
     identity_env = node_env(
         DATA_DIR=str(data / "identity"),
@@ -78,8 +78,13 @@ def agentpass(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentPass]:
         LOG_LEVEL="info",
         **RAISED_LIMITS,
     )
+    notes_port = free_port()
     notes_env_base = node_env(
-        DATA_DIR=str(data / "notes"), PORT="0", HOST="127.0.0.1", LOG_LEVEL="info"
+        DATA_DIR=str(data / "notes"),
+        PORT=str(notes_port),
+        PUBLIC_URL=f"http://127.0.0.1:{notes_port}",
+        HOST="127.0.0.1",
+        LOG_LEVEL="info",
     )
 
     def identity(*args: str) -> str:

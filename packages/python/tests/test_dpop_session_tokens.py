@@ -69,6 +69,27 @@ def test_without_dpop_tokens_stay_bearer_tokens(agentpass: AgentPass) -> None:
     assert verify(agentpass.partner_key, tokens.token(), agentpass.identity_url).ok
 
 
+def test_an_agent_lists_its_notes_and_calls_mcp_with_bound_tokens(agentpass: AgentPass) -> None:
+    """The notes API checks proofs too (REST through /api/verify, /mcp through introspection)."""
+    rest = SessionTokens(agentpass.identity_url, agentpass.user_key, dpop=True)
+    listed = httpx.get(f"{agentpass.notes_url}/api/notes", auth=rest.httpx_auth())
+    assert listed.status_code == 200
+    copied = httpx.get(
+        f"{agentpass.notes_url}/api/notes", headers={"Authorization": f"Bearer {rest.token()}"}
+    )
+    assert (copied.status_code, copied.json()["code"]) == (401, "session_token_proof_required")
+    mcp = f"{agentpass.notes_url}/mcp"
+    tools = SessionTokens(agentpass.identity_url, agentpass.user_key, resource=mcp, dpop=True)
+    answer = httpx.post(
+        mcp,
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Accept": "application/json, text/event-stream"},
+        auth=tools.httpx_auth(),
+    )
+    assert answer.status_code == 200
+    assert "search_notes" in [tool["name"] for tool in answer.json()["result"]["tools"]]
+
+
 def test_uses_the_key_the_cli_saved_for_the_url(agentpass: AgentPass, tmp_path: Path) -> None:
     jwk, jkt = jose_private_jwk()
     save_cli_profile(agentpass.identity_url, agentpass.user_key, tmp_path / "config", jwk)
