@@ -1,4 +1,4 @@
-import { COMMON_ERRORS, defineErrors, type ErrorDef } from "@agentpass/http";
+import { COMMON_ERRORS, defineErrors, type ErrorDef, HttpError } from "@agentpass/http";
 
 /**
  * Every refusal of the identity service's API, by stable machine code: the code, the status and
@@ -21,7 +21,7 @@ export const ERRORS = {
       status: 401,
       message: "This session token is bound to a key: send its DPoP proof",
     },
-    // Answered as "Invalid DPoP proof: <the check that failed>" (`namingTheCheck`).
+    // Both answered as "Invalid DPoP proof: <the check that failed>" (`namingTheCheck`).
     session_token_proof_invalid: { status: 401, message: "Invalid DPoP proof" },
     dpop_proof_invalid: { status: 401, message: "Invalid DPoP proof" },
     user_key_missing_or_invalid: { status: 401, message: "Missing or invalid user key" },
@@ -38,4 +38,12 @@ export const ERRORS = {
  */
 export function namingTheCheck(def: ErrorDef, check: string): string {
   return `${def.message}: ${check}`;
+}
+
+/** A 401 of the table naming the check that failed, with the challenge of a Bearer key. */
+export function unauthorizedNaming(def: ErrorDef, check: string): HttpError {
+  return new HttpError(def, {
+    message: namingTheCheck(def, check),
+    headers: { "WWW-Authenticate": "Bearer" },
+  });
 }

@@ -11,7 +11,7 @@ import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
 import { mintSessionToken } from "../../domain/session-tokens.ts";
 import { type RateLimiter, rateLimitHeaders, tooManyRequests } from "../../infra/rate-limit.ts";
-import { ERRORS, namingTheCheck } from "../errors.ts";
+import { ERRORS, unauthorizedNaming } from "../errors.ts";
 
 /** What `MintRequest` makes of an audience that is not a partner id: judged after the key. */
 const MALFORMED = "malformed";
@@ -48,14 +48,6 @@ const REFUSALS = {
   REVOKED_USER_KEY: new HttpError(ERRORS.user_key_revoked),
   INVALID_AUDIENCE: new HttpError(ERRORS.audience_invalid),
 } as const;
-
-/** A DPoP proof refused by `check`. */
-function invalidProof(check: string): HttpError {
-  return new HttpError(ERRORS.dpop_proof_invalid, {
-    message: namingTheCheck(ERRORS.dpop_proof_invalid, check),
-    headers: { "WWW-Authenticate": "Bearer" },
-  });
-}
 
 interface MintLimits {
   /** Mints per working user key. */
@@ -153,7 +145,9 @@ export function sessionTokensEndpoint(
         };
       }
       if (result.code === "RATE_LIMITED") return tooManyRequests(result.limit);
-      if (result.code === "INVALID_DPOP_PROOF") return invalidProof(result.description);
+      if (result.code === "INVALID_DPOP_PROOF") {
+        return unauthorizedNaming(ERRORS.dpop_proof_invalid, result.description);
+      }
       if (result.code === "INVALID_USER_KEY" || result.code === "REVOKED_USER_KEY") {
         const limited = await limits.badKeysPerIp.take(request.clientIp());
         if (!limited.ok) return tooManyRequests(limited);

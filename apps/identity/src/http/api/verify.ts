@@ -10,7 +10,7 @@ import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
 import { verifySessionToken } from "../../domain/session-tokens.ts";
 import { type RateLimiter, tooManyRequests } from "../../infra/rate-limit.ts";
-import { ERRORS, namingTheCheck } from "../errors.ts";
+import { ERRORS, unauthorizedNaming } from "../errors.ts";
 
 /** Each of the `dpop` fields: more than any proof or URL a partner is sent. */
 const MAX_DPOP_FIELD_CHARS = 8192;
@@ -63,14 +63,6 @@ const REFUSALS = {
   INVALID_SESSION_TOKEN: unauthorized(ERRORS.session_token_invalid),
   SESSION_TOKEN_PROOF_REQUIRED: unauthorized(ERRORS.session_token_proof_required),
 } as const;
-
-/** A proof refused by `check` (401, the challenge of the partner key's scheme). */
-function invalidProof(check: string): HttpError {
-  return new HttpError(ERRORS.session_token_proof_invalid, {
-    message: namingTheCheck(ERRORS.session_token_proof_invalid, check),
-    headers: { "WWW-Authenticate": "Bearer" },
-  });
-}
 
 interface VerifyLimits {
   /** Failed verifications (bad session tokens, refused proofs) per partner key. */
@@ -162,13 +154,14 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
           },
         };
       }
+      // A working partner key's refusals (of a token or a proof) spend its failure budget.
       const limited =
         "partnerKeyId" in result
           ? await limits.perPartnerKey.take(result.partnerKeyId)
           : await limits.badKeysPerIp.take(request.clientIp());
       if (!limited.ok) return tooManyRequests(limited);
       return result.code === "SESSION_TOKEN_PROOF_INVALID"
-        ? invalidProof(result.description)
+        ? unauthorizedNaming(ERRORS.session_token_proof_invalid, result.description)
         : REFUSALS[result.code];
     },
   });
