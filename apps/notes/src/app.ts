@@ -31,7 +31,7 @@ const AUTHENTICATION = {
   header: "x-session-token",
   example: 'curl -H "x-session-token: $(agentpass token)" <base_url>/api/notes',
   description:
-    "Every notes and tags call carries a 5-minute AgentPass session token minted by `agentpass token`, in `x-session-token` or as `Authorization: Bearer` (RFC 6750); `/mcp` takes only a token minted for the notes API (`agentpass token --resource <its /mcp URL>`, or `--audience <notes partner id>`). A 401 means mint a fresh one (`agentpass token --fresh`) and retry. Every refusal is `{ error, code }`: `error` for people, `code` for programs.",
+    "Every notes and tags call carries a 5-minute AgentPass session token minted by `agentpass token`, in `x-session-token` or as `Authorization: Bearer` (RFC 6750); `/mcp` takes only a token minted for the notes API (`agentpass token --resource <its /mcp URL>`, or `--audience <notes partner id>`). A token bound to your key (`agentpass token --dpop`, RFC 9449) goes as `Authorization: DPoP` with a fresh `DPoP` proof of each request (`agentpass headers <METHOD> <URL>` prints both). A 401 means mint a fresh one (`agentpass token --fresh`) and retry. Every refusal is `{ error, code }`: `error` for people, `code` for programs.",
 };
 
 /** How the index tells each endpoint's credential, by its security scheme. */
@@ -96,11 +96,11 @@ export function createNotesApi(
           bearerToken: {
             type: "http",
             scheme: "bearer",
-            description: `The same session token as \`Authorization: Bearer\` (RFC 6750), or an OAuth access token from AgentPass: this resource's metadata (RFC 9728) at \`${RESOURCE_METADATA_PATH}\` names AgentPass as its authorization server.`,
+            description: `The same session token as \`Authorization: Bearer\` (RFC 6750), or an OAuth access token from AgentPass: this resource's metadata (RFC 9728) at \`${RESOURCE_METADATA_PATH}\` names AgentPass as its authorization server. A token bound to a key (DPoP, RFC 9449) goes as \`Authorization: DPoP\` instead, with a \`DPoP\` proof of the request.`,
           },
           boundToken: {
             type: "oauth2",
-            description: `An OAuth access token from AgentPass, bound to this resource (RFC 8707), sent as \`Authorization: Bearer\`: each resource's protected resource metadata (RFC 9728, \`${RESOURCE_METADATA_PATH}\` and \`${RESOURCE_METADATA_PATH}${RESOURCE_PATHS.mcp}\`) names AgentPass as its authorization server. \`agentpass token --resource <its URL>\` (or \`--audience <notes partner id>\`) mints one too.`,
+            description: `An OAuth access token from AgentPass, bound to this resource (RFC 8707), sent as \`Authorization: Bearer\` (or, bound to the client's key, as \`Authorization: DPoP\` with a \`DPoP\` proof, RFC 9449): each resource's protected resource metadata (RFC 9728, \`${RESOURCE_METADATA_PATH}\` and \`${RESOURCE_METADATA_PATH}${RESOURCE_PATHS.mcp}\`) names AgentPass as its authorization server. \`agentpass token --resource <its URL>\` (or \`--audience <notes partner id>\`) mints one too.`,
             flows: {
               authorizationCode: {
                 authorizationUrl: `${options.agentpassUrl}/oauth/authorize`,
