@@ -200,7 +200,7 @@ export interface DpopVerifier {
 }
 
 /** The key a proof must be signed by, and what is bound to it (named when another key signed). */
-export interface BoundKey {
+interface BoundKey {
   /** Its RFC 7638 thumbprint. */
   jkt: string;
   holder: "token" | "login";
