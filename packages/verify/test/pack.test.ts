@@ -36,7 +36,7 @@ describe("the npm package @agentpass/verify", () => {
     const exported = Object.values(
       manifest.exports as Record<string, { types: string; default: string }>,
     ).flatMap((entry) => [entry.types, entry.default]);
-    assert.deepEqual(Object.keys(manifest.exports as object), [".", "./hono", "./express"]);
+    assert.deepEqual(Object.keys(manifest.exports as object), [".", "./hono", "./express", "./dpop"]);
     for (const path of exported) {
       assert.ok(published.files.includes(path.replace(/^\.\//, "")), `${path} is published`);
     }
@@ -57,9 +57,12 @@ describe("the npm package @agentpass/verify", () => {
       join(app, "check.mjs"),
       `import { verify } from "@agentpass/verify";
 import { agentPassAuth } from "@agentpass/verify/hono";
+import { createDpopKey, dpopHeaders } from "@agentpass/verify/dpop";
+const h = await dpopHeaders(await createDpopKey(), "aps_x", "GET", "https://api.example/me");
+const dpop = h.Authorization === "DPoP aps_x" && h.DPoP.split(".").length === 3;
 const unreachable = await verify("apk_x", "aps_x", "http://127.0.0.1:1");
 const unset = await verify("apk_x", "aps_x");
-console.log(JSON.stringify({ unreachable, unset, hono: typeof agentPassAuth }));`,
+console.log(JSON.stringify({ unreachable, unset, hono: typeof agentPassAuth, dpop }));`,
     );
     // The repository's Node 24, and the machine's own Node (20 here) when there is one.
     const runtimes = [process.execPath, "/usr/bin/node"].filter((path) => existsSync(path));
@@ -83,6 +86,7 @@ console.log(JSON.stringify({ unreachable, unset, hono: typeof agentPassAuth }));
           code: "api_url_missing",
         },
         hono: "function",
+        dpop: true,
       });
     }
   });
