@@ -5,15 +5,12 @@ import {
   Client,
   DpopSession,
   type FetchLike,
-  type OAuthClientMetadata,
   type OAuthClientProvider,
   type OAuthDiscoveryState,
-  type StoredOAuthClientInformation,
-  type StoredOAuthTokens,
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
 import type { TestNotes } from "./support/harness.ts";
-import { approveConsent, openNotesForMcpClients } from "./support/mcp-oauth.ts";
+import { approveConsent, MemoryProvider, openNotesForMcpClients } from "./support/mcp-oauth.ts";
 
 /**
  * `/mcp` with the MCP TypeScript client 2.x and its DPoP (RFC 9449): from the URL alone it
@@ -21,63 +18,18 @@ import { approveConsent, openNotesForMcpClients } from "./support/mcp-oauth.ts";
  * every request, which the notes API has AgentPass check through introspection.
  */
 
-const CALLBACK = "http://127.0.0.1:9/mcp-callback";
-
 /**
- * The client's OAuth state in memory, as an agent keeps it, with one DPoP session (its key and
- * the servers' nonces) for the life of the registration, as the SDK asks.
+ * The client's OAuth state in memory (`MemoryProvider`), with one DPoP session (its key and the
+ * servers' nonces) for the life of the registration, as the SDK asks, and the discovery state
+ * kept with the code verifier, so that the code is redeemed where it was asked for (SEP-2352).
  */
-class DpopProvider implements OAuthClientProvider {
-  client: StoredOAuthClientInformation | undefined;
-  saved: StoredOAuthTokens | undefined;
-  readonly invalidations: string[] = [];
-  verifier = "";
-  discovery: OAuthDiscoveryState | undefined;
-  authorizationUrl: URL | undefined;
+class DpopProvider extends MemoryProvider implements OAuthClientProvider {
   readonly session = DpopSession.create();
+  discovery: OAuthDiscoveryState | undefined;
 
-  get redirectUrl() {
-    return CALLBACK;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: "DPoP agent",
-      redirect_uris: [CALLBACK],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    };
-  }
   dpop() {
     return this.session;
   }
-  clientInformation() {
-    return this.client;
-  }
-  saveClientInformation(information: StoredOAuthClientInformation) {
-    this.client = information;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: StoredOAuthTokens) {
-    this.saved = tokens;
-  }
-  invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery") {
-    this.invalidations.push(scope);
-    if (scope === "all" || scope === "tokens") this.saved = undefined;
-    if (scope === "all" || scope === "discovery") this.discovery = undefined;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-  // Kept with the code verifier, so that the code is redeemed where it was asked for (SEP-2352).
   saveDiscoveryState(state: OAuthDiscoveryState) {
     this.discovery = state;
   }
@@ -155,7 +107,7 @@ for (const engine of testEngines()) {
       await notes.identity.createAccount(email);
       await notes.store.addUser(email, notes.now());
       const mcpUrl = new URL(`${notesUrl}/mcp`);
-      const provider = new DpopProvider();
+      const provider = new DpopProvider("DPoP agent");
       const sent: Sent[] = [];
       const options = { authProvider: provider, fetch: fetchNoting(sent) };
       await new Client({ name: "agent", version: "1.0.0" })
