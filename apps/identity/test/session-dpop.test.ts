@@ -18,6 +18,7 @@ import { issueKey } from "../src/domain/credentials.ts";
 import { decideDeviceLogin } from "../src/domain/device-login.ts";
 import { partnerUsage } from "../src/domain/partner-usage.ts";
 import { createPartner } from "../src/domain/partners.ts";
+import { startWebSession } from "../src/domain/web-sessions.ts";
 import { openIdentityService } from "../src/service.ts";
 import { awaitRoomInRateWindow } from "../src/testing.ts";
 
@@ -79,7 +80,16 @@ async function startAgentPass(engine: Engine) {
       if (!created.ok) throw new Error(created.reason);
       const issued = await issueKey(ctx, "partner", created.partner.id, "server");
       if (!issued.ok) throw new Error(issued.code);
-      return { id: created.partner.id, key: issued.key };
+      return { id: created.partner.id, key: issued.key, ownerId: owner.id };
+    },
+    /** GET `path` signed in to the dashboard as `accountId`: the page's HTML. */
+    async page(path: string, accountId: string) {
+      const session = await startWebSession(ctx, accountId);
+      const response = await fetch(`${publicUrl}${path}`, {
+        headers: { cookie: `agentpass_session=${session}` },
+      });
+      assert.equal(response.status, 200);
+      return response.text();
     },
     async close() {
       await b.server.close();
@@ -660,6 +670,18 @@ for (const engine of testEngines()) {
           proof_wrong_key: 1,
           invalid_token: 1,
         });
+        const page = await as.page(`/partners/${partner.id}`, partner.ownerId);
+        for (const [outcome, label] of [
+          ["proof_required", "Key-bound token without its DPoP proof"],
+          ["proof_invalid", "Invalid DPoP proof"],
+          ["proof_replayed", "Replayed DPoP proof"],
+          ["proof_wrong_key", "DPoP proof signed by another key"],
+        ]) {
+          assert.ok(
+            page.includes(`<tr data-outcome="${outcome}"><td>${label}</td><td>1</td></tr>`),
+            outcome,
+          );
+        }
       });
     });
 
