@@ -1,12 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { freePort, testEngines } from "@agentpass/db/testing";
-import {
-  createDpopKey,
-  type DpopKey,
-  dpopHeaders,
-  dpopProof,
-} from "../../../packages/verify/src/dpop.ts";
+import { createDpopKey, type DpopKey, dpopHeaders, dpopProof } from "@agentpass/verify/dpop";
 import { openTestNotes, type TestNotes } from "./support/harness.ts";
 
 /**
