@@ -190,7 +190,7 @@ for (const engine of testEngines()) {
       }
     });
 
-    it("refuses its token as Bearer, and with a proof of another URL or by another key", async (t) => {
+    it("refuses its token as Bearer, and with a proof of another URL, by another key, or used before", async (t) => {
       const { provider, mcpUrl } = await loggedInAgent(t);
       const token = provider.saved?.access_token ?? "";
       const session = await provider.session;
@@ -247,12 +247,15 @@ for (const engine of testEngines()) {
         assert.deepEqual(await answer.json(), { error: message, code }, what);
         assert.equal(answer.headers.get("www-authenticate"), challenge(error, message), what);
       }
-      // With a proof of its own for this request, by its key, the same token is served.
-      const served = await call({
-        authorization: `DPoP ${token}`,
-        dpop: await proof(session, mcpUrl.href),
-      });
-      assert.equal(served.status, 200, await served.clone().text());
+      // With a proof of its own for this request, by its key, the same token is served, once.
+      const headers = { authorization: `DPoP ${token}`, dpop: await proof(session, mcpUrl.href) };
+      const served = await call(headers);
+      assert.equal(served.status, 200, await served.text());
+      const replayed = await call(headers);
+      const used = "Invalid DPoP proof: The DPoP proof was used already (its jti)";
+      assert.equal(replayed.status, 401);
+      assert.deepEqual(await replayed.json(), { error: used, code: "session_token_proof_invalid" });
+      assert.equal(replayed.headers.get("www-authenticate"), challenge("invalid_dpop_proof", used));
     });
   });
 }
