@@ -18,6 +18,12 @@ import { loadConfig } from "../../apps/identity/src/config.ts";
 import { findAccountByEmail } from "../../apps/identity/src/domain/accounts.ts";
 import { decideDeviceLogin } from "../../apps/identity/src/domain/device-login.ts";
 import { openIdentityService } from "../../apps/identity/src/service.ts";
+import {
+  createDpopKey,
+  type DpopKey,
+  dpopHeaders,
+  dpopProof,
+} from "../../packages/verify/src/dpop.ts";
 import { NODE_FLAGS } from "../node-flags.ts";
 import { type StartedProduct, startProduct } from "../start.ts";
 
@@ -37,6 +43,7 @@ const RUN = {
   "partner-verify": "bash, after notes-curl",
   "partner-introspect": "bash, after partner-verify",
   "mcp-token": "bash, after partner-introspect",
+  "python-dpop": "Debian's python3, the package from packages/python/src, with the CLI logged in",
   "partner-express": "node, as a .mjs: a server the test asks as an agent would, each table row",
   "partner-hono": "node, as a .ts: a server the test asks as an agent would, each table row",
   "partner-fastapi":
@@ -454,6 +461,42 @@ describe("the snippets of the README and docs/", () => {
       assert.match(result.stdout, /^note:\/\/\S+$/m);
     });
 
+    it("python-dpop: reads notes with tokens bound to a key", async () => {
+      const file = join(scratch, "agent_dpop.py");
+      // What the snippet bound its tokens to, for the test: the key's thumbprint and a token.
+      const told = "\nprint(tokens.dpop_thumbprint)\nprint(tokens.token())\n";
+      writeFileSync(file, `${snippet("python-dpop")}${told}`);
+      const result = await run(
+        python(),
+        [file],
+        { ...env, NOTES: notesUrl, PYTHONPATH: join(root, "packages/python/src") },
+        approveAsAda,
+      );
+      assertSucceeded(result, "the Python DPoP snippet");
+      const [total, , token = ""] = result.stdout.trim().split("\n");
+      assert.equal(total, "1");
+      // Copied alone, the token opens nothing.
+      const partner = admin(
+        "partners",
+        "create",
+        "--name",
+        "python-dpop",
+        "--owner",
+        "ada@example.com",
+      );
+      const partnerKey = JSON.parse(admin("partner-keys", "create", partner, "--json"));
+      const verified = await fetch(`${identityUrl}/api/verify`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${partnerKey.key}` },
+        body: JSON.stringify({ sessionToken: token }),
+      });
+      assert.equal(verified.status, 401);
+      assert.equal(
+        ((await verified.json()) as { code: string }).code,
+        "session_token_proof_required",
+      );
+    });
+
     it("mcp-static-header: is a configuration an MCP client connects with", async () => {
       const config = JSON.parse(local(snippet("mcp-static-header"))).mcpServers.notes;
       const headers: Record<string, string> = {};
@@ -492,14 +535,65 @@ describe("the snippets of the README and docs/", () => {
         encoding: "utf8",
       }).trim();
 
-    /** A fresh session token of ada's, minted as an agent does. */
-    async function mintAsAda(userKey: string): Promise<string> {
-      const minted = await fetch(`${identityUrl}/api/session-tokens`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${userKey}` },
-      });
+    /** A fresh session token of ada's, minted as an agent does; bound to `key` when given. */
+    async function mintAsAda(userKey: string, key?: DpopKey): Promise<string> {
+      const url = `${identityUrl}/api/session-tokens`;
+      const headers: Record<string, string> = { authorization: `Bearer ${userKey}` };
+      if (key) headers.dpop = await dpopProof(key, { method: "POST", url });
+      const minted = await fetch(url, { method: "POST", headers });
       assert.equal(minted.status, 201, await minted.clone().text());
-      return ((await minted.json()) as { sessionToken: string }).sessionToken;
+      const body = (await minted.json()) as { sessionToken: string; tokenType?: string };
+      assert.equal(body.tokenType, key ? "DPoP" : undefined);
+      return body.sessionToken;
+    }
+
+    /** The public base URL the partner snippets are told (`PUBLIC_URL`), as behind a proxy. */
+    const partnerPublicUrl = "https://partner.example";
+
+    /**
+     * The rows of docs/partners.md for a token bound to the agent's key: served with a fresh proof
+     * for the partner's public URL; refused without one, with one replayed, or with one for the
+     * URL the request was addressed to (`asked`) rather than the public one.
+     */
+    async function assertDpopRows(
+      me: (headers: Record<string, string>) => Promise<Response>,
+      userKey: string,
+      asked: string,
+    ): Promise<void> {
+      const key = await createDpopKey();
+      const token = await mintAsAda(userKey, key);
+      const proven = await dpopHeaders(key, token, "GET", `${partnerPublicUrl}/api/me`);
+      const served = await me(proven);
+      assert.equal(served.status, 200, "a bound token with its proof");
+      assert.deepEqual(await served.json(), { email: "ada@example.com" });
+      const refusals: [string, Record<string, string>, string, RegExp][] = [
+        ["the proof replayed", proven, "session_token_proof_invalid", /used already/],
+        ["as Bearer", { authorization: `Bearer ${token}` }, "session_token_proof_required", /./],
+        [
+          "without a proof",
+          { authorization: `DPoP ${token}` },
+          "session_token_proof_required",
+          /./,
+        ],
+        [
+          "a proof for the URL asked, not the public one",
+          await dpopHeaders(key, token, "GET", asked),
+          "session_token_proof_invalid",
+          /htu is not this URL/,
+        ],
+      ];
+      for (const [what, headers, code, message] of refusals) {
+        const refused = await me(headers);
+        assert.equal(refused.status, 401, what);
+        const body = (await refused.json()) as { error: string; code: string };
+        assert.equal(body.code, code, what);
+        assert.match(body.error, message, what);
+        const error =
+          code === "session_token_proof_required" ? "invalid_token" : "invalid_dpop_proof";
+        const challenge = refused.headers.get("www-authenticate") ?? "";
+        assert.match(challenge, new RegExp(`^DPoP error="${error}", error_description="`), what);
+        assert.match(challenge, /algs="ES256 EdDSA"/, what);
+      }
     }
 
     const partnerServers: { id: SnippetId; file: string; command: () => string }[] = [
@@ -523,6 +617,7 @@ describe("the snippets of the README and docs/", () => {
             PORT: String(port),
             AGENTPASS_URL: identityUrl,
             AGENTPASS_PARTNER_KEY: partnerKey.key,
+            PUBLIC_URL: partnerPublicUrl,
             PYTHONPATH: join(root, "packages/python/src"),
             PYTHONDONTWRITEBYTECODE: "1",
           },
@@ -568,6 +663,7 @@ describe("the snippets of the README and docs/", () => {
             assert.equal(((await refused.json()) as { code: string }).code, code);
             assert.match(refused.headers.get("www-authenticate") ?? "", challenge, code);
           }
+          await assertDpopRows(me, userKey, `http://127.0.0.1:${port}/api/me`);
           // The partner's own key revoked: its fault, not the agent's token: 503, never a 401.
           admin("partner-keys", "revoke", partnerKey.id);
           const unavailable = await me({ "x-session-token": await mintAsAda(userKey) });
