@@ -41,7 +41,9 @@ type ProofCode = "session_token_proof_required" | "session_token_proof_invalid";
 const PROOF_CODES = new Map<string, ProofCode>([
   ["session_token_proof_required", "session_token_proof_required"],
   ["session_token_proof_invalid", "session_token_proof_invalid"],
-  // A proof longer than AgentPass takes, refused by the client library before it asks.
+  // A proof longer than AgentPass takes, refused by the client library before it asks: a 401
+  // like any proof it cannot check, never a 503. (The URL cannot be: the server refuses a
+  // request line that long with 431.)
   ["dpop_field_invalid", "session_token_proof_invalid"],
 ]);
 /** The DPoP challenge's error of each (RFC 9449 section 7.1): no proof, or a refused one. */
