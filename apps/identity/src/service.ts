@@ -30,8 +30,8 @@ import { createMailer } from "./infra/mailer.ts";
 import {
   type CounterDatabase,
   createDatabaseRateLimitStore,
-  createMemoryRateLimitStore,
   createRedisRateLimitStore,
+  createSqliteRateLimitStore,
   type RateLimitStore,
 } from "./infra/rate-limit.ts";
 import { createAuditStore } from "./store/audit-store.ts";
@@ -240,7 +240,7 @@ function openRateLimitStore(
 ): RateLimitStore {
   if (config.redisUrl) return createRedisRateLimitStore(config.redisUrl, { clock, onError });
   if (database.engine === "postgres") return createDatabaseRateLimitStore(database);
-  return createMemoryRateLimitStore(clock);
+  return createSqliteRateLimitStore(database, clock);
 }
 
 /**

@@ -496,12 +496,7 @@ for (const engine of testEngines()) {
         }
       });
 
-      // SQLite's rate-limit store is the process's memory (infra/rate-limit.ts): its seen proofs
-      // are not shared until it keeps them in the database, as PostgreSQL's does.
-      const replayCacheTodo = engine === "sqlite" && "seen proofs in SQLite's rate_limits table";
-      it("refuses at one instance a proof another instance on the same database accepted", {
-        todo: replayCacheTodo,
-      }, async () => {
+      it("refuses at one instance a proof another instance on the same database accepted", async () => {
         const user = await as.userKey();
         const partner = await as.partner();
         const elsewhere = await as.partner();

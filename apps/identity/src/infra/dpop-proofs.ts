@@ -170,6 +170,8 @@ function proofErrorDescription(error: unknown): string {
   if (error instanceof errors.JWSSignatureVerificationFailed) {
     return "The DPoP proof's signature does not verify";
   }
+  // jose's own words for a malformed header (no `jwk`, a bad one): never the sender's text.
+  if (error instanceof errors.JWSInvalid) return `The DPoP proof is invalid: ${error.message}`;
   if (error instanceof errors.JOSEError) return `The DPoP proof is invalid (${error.code})`;
   return "The DPoP proof is malformed";
 }

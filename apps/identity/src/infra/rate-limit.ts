@@ -161,6 +161,35 @@ export function createMemoryRateLimitStore(clock: Clock): RateLimitStore {
   };
 }
 
+/**
+ * A key seen once on SQLite: a row of `rate_limits` whose window starts when it was first seen
+ * (parameters: key, now), forgotten by the same purge as PostgreSQL's (`SEE_ONCE`).
+ */
+const SQLITE_SEE_ONCE = `INSERT INTO rate_limits (key, window_start, count) VALUES (?, ?, 1)
+  ON CONFLICT (key) DO UPDATE SET count = rate_limits.count + 1
+  RETURNING count` as const;
+
+/**
+ * SQLite's store: counters in the memory of the one process its file serves, and keys seen once
+ * in its `rate_limits` table, so that a DPoP proof used once stays used across a restart and on
+ * every instance that opens the file.
+ */
+export function createSqliteRateLimitStore(
+  database: CounterDatabase,
+  clock: Clock,
+): RateLimitStore {
+  const counters = createMemoryRateLimitStore(clock);
+  const seeOnce = createPreparedWrite<{ count: number }>(database, SQLITE_SEE_ONCE);
+  return {
+    hit: counters.hit,
+    async seenOnce(key) {
+      const [row] = await seeOnce(`seen:${key}`, clock());
+      return Number(row?.count) === 1;
+    },
+    close: counters.close,
+  };
+}
+
 /** Milliseconds since the epoch by the PostgreSQL server's clock, read when evaluated. */
 const DATABASE_NOW_MS = "floor(extract(epoch FROM clock_timestamp()) * 1000)";
 
