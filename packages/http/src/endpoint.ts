@@ -61,13 +61,14 @@ export interface Answer {
 }
 
 /**
- * What an endpoint's handler sees of a request beside its input: headers, the client, the ids.
+ * What an endpoint's handler sees of a request beside its input: the method and path (a DPoP
+ * proof names them), headers, the client, the ids.
  * Its path parameters, query and body reach it only as `input`, parsed by the schemas the
  * endpoint documents, so a handler cannot read a field its document does not name.
  */
 export type ApiCall = Pick<
   EndpointRequest,
-  "method" | "header" | "clientIp" | "clientAddress" | "requestId" | "trace"
+  "method" | "path" | "header" | "clientIp" | "clientAddress" | "requestId" | "trace"
 >;
 
 /** How an endpoint's body is sent: JSON, an HTML or OAuth form, or either. */

@@ -1,4 +1,4 @@
-import { type ApiCall, childTraceparent, type EndpointRequest, HttpError } from "@agentpass/http";
+import { type ApiCall, childTraceparent, HttpError } from "@agentpass/http";
 import {
   type CallContext,
   canonicalizeEmail,
@@ -164,15 +164,7 @@ function requestProofOf(
   publicUrl: string,
 ): RequestProof | undefined {
   if (sent.scheme !== "DPoP") return undefined;
-  return { proof: sent.proof, method: request.method, url: `${publicUrl}${pathOf(request)}` };
-}
-
-/**
- * The request's path, without its query. `ApiCall` leaves it out, but `admit` is given the
- * whole request.
- */
-function pathOf(request: ApiCall): string {
-  return (request as ApiCall & Pick<EndpointRequest, "path">).path;
+  return { proof: sent.proof, method: request.method, url: `${publicUrl}${request.path}` };
 }
 
 /** The refusal of a failed proof check, in AgentPass's words; undefined for any other failure. */
