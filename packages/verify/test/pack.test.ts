@@ -36,7 +36,12 @@ describe("the npm package @agentpass/verify", () => {
     const exported = Object.values(
       manifest.exports as Record<string, { types: string; default: string }>,
     ).flatMap((entry) => [entry.types, entry.default]);
-    assert.deepEqual(Object.keys(manifest.exports as object), [".", "./hono", "./express", "./dpop"]);
+    assert.deepEqual(Object.keys(manifest.exports as object), [
+      ".",
+      "./hono",
+      "./express",
+      "./dpop",
+    ]);
     for (const path of exported) {
       assert.ok(published.files.includes(path.replace(/^\.\//, "")), `${path} is published`);
     }
