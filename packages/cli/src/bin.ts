@@ -5,6 +5,7 @@ import { CliError, EXIT } from "./exit-codes.ts";
 import type { TokenTarget } from "./mint.ts";
 import { openProfiles } from "./profiles.ts";
 import { chooseServerUrl } from "./server-url.ts";
+import { printable } from "./terminal-text.ts";
 
 const VERSION = "0.1.0";
 
@@ -16,6 +17,7 @@ Usage: agentpass <command> [options]
 Commands:
   login     log in through the browser, or save a user key with --with-key
   token     print a session token for the x-session-token header
+  headers   print the two header lines of one request with a key-bound token (DPoP)
   status    show the server, your key's prefix, and whether it works
   logout    revoke the saved key and forget it and the tokens
 
@@ -38,16 +40,28 @@ the terminal (hidden), once a test mint says it works:
 The key is never accepted as an argument, so it never shows in process lists. A key already
 saved for the server is named before the login starts, and revoked on the server once the new
 key is saved (run agentpass logout --local first to keep it working).`,
-  token: `agentpass token [--fresh] [--audience <partner id> | --resource <url>] [--json] [--url <url>]
+  token: `agentpass token [--fresh] [--dpop] [--audience <partner id> | --resource <url>] [--json] [--url <url>]
 
 Prints a session token alone on stdout:
   curl -H "x-session-token: $(agentpass token)" https://partner.example/api/…
 Reuses a cached token while it has more than 60 s left, else mints a new one (OAuth refresh
 grant: the user key is the refresh token).
   --fresh       always mint a new token
+  --dpop        mint a token bound to this login's key (DPoP, RFC 9449): it is sent as
+                Authorization: DPoP with a proof of the key per request (agentpass headers)
   --audience    mint a token only that partner can verify (by partner id)
   --resource    mint a token only the partner that registered this URL can verify (RFC 8707)
-  --json        print { "sessionToken", "expiresAt" }`,
+  --json        print { "sessionToken", "expiresAt" } (and "tokenType": "DPoP" with --dpop)`,
+  headers: `agentpass headers <METHOD> <URL> [--fresh] [--audience <partner id> | --resource <url>] [--url <url>]
+
+Prints the two header lines of one request with a token bound to this login's key (DPoP,
+RFC 9449): the token, and a proof the key signs now for this method and URL and this token.
+  Authorization: DPoP aps_…
+  DPoP: eyJ…
+A proof is accepted once: run it for every request.
+  curl -H @<(agentpass headers GET https://partner.example/api/notes) https://partner.example/api/notes
+The URL's query is left out of the proof. The token is the one agentpass token --dpop prints,
+with the same --fresh, --audience and --resource.`,
   status: `agentpass status [--url <url>]
 
 Shows the server, your key's prefix, and mints a token to check that the key works.`,
@@ -64,6 +78,7 @@ const options = {
   "with-key": { type: "boolean" },
   "no-browser": { type: "boolean" },
   fresh: { type: "boolean" },
+  dpop: { type: "boolean" },
   audience: { type: "string" },
   resource: { type: "string" },
   local: { type: "boolean" },
@@ -91,7 +106,10 @@ async function main(argv: string[]): Promise<void> {
     throw new CliError(EXIT.USAGE, `Unknown command: ${command}\n\n${HELP.main}`);
   }
   if (values.help) return void console.log(help);
-  if (rest.length > 0) throw new CliError(EXIT.USAGE, `Unexpected argument: ${rest[0]}`);
+  // `headers` takes its method and URL; no other command takes an argument.
+  if (command !== "headers" && rest.length > 0) {
+    throw new CliError(EXIT.USAGE, `Unexpected argument: ${rest[0]}`);
+  }
 
   const profiles = openProfiles();
   const ctx: commands.CommandContext = {
@@ -117,12 +135,35 @@ async function main(argv: string[]): Promise<void> {
         fresh: values.fresh ?? false,
         json: values.json ?? false,
         target: tokenTarget(values.audience, values.resource),
+        dpop: values.dpop ?? false,
+      });
+    case "headers":
+      return commands.headers(ctx, {
+        fresh: values.fresh ?? false,
+        target: tokenTarget(values.audience, values.resource),
+        ...requestOf(rest),
       });
     case "status":
       return commands.status(ctx);
     case "logout":
       return commands.logout(ctx, { local: values.local ?? false });
   }
+}
+
+/** `headers`' arguments: an HTTP method (RFC 9110 token, upper-cased) and an http(s) URL. */
+function requestOf(args: string[]): { method: string; url: string } {
+  const [method, url, ...more] = args;
+  if (method === undefined || url === undefined || more.length > 0) {
+    throw new CliError(EXIT.USAGE, `Give a method and a URL\n\n${HELP.headers}`);
+  }
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/.test(method)) {
+    throw new CliError(EXIT.USAGE, `Not an HTTP method: ${printable(method, 40)}`);
+  }
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  if (parsed?.protocol !== "https:" && parsed?.protocol !== "http:") {
+    throw new CliError(EXIT.USAGE, `Not an http(s) URL: ${printable(url, 200)}`);
+  }
+  return { method: method.toUpperCase(), url: parsed.href };
 }
 
 function tokenTarget(audience: string | undefined, resource: string | undefined): TokenTarget {

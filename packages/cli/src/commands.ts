@@ -1,4 +1,5 @@
 import { loginWithBrowser } from "./device-login.ts";
+import { createPrivateJwk, type DpopKey, dpopProof, importDpopKey } from "./dpop-key.ts";
 import { CliError, EXIT } from "./exit-codes.ts";
 import { looksLikeUserKey, type MintedToken, mintSessionToken, type TokenTarget } from "./mint.ts";
 import type { Profiles } from "./profiles.ts";
@@ -17,10 +18,12 @@ export interface CommandContext {
 }
 
 /**
- * Saves a user key for `url`. Without `--with-key` the key comes from the browser (the OAuth
- * device flow, whose first access token is cached); with it, from stdin or a hidden prompt on a
- * terminal, once its shape and a test mint say it works. A key it replaces is revoked on the
- * server once the new one is saved: a key this machine no longer holds should not stay live.
+ * Saves a user key for `url`, with a new DPoP key of its own. Without `--with-key` the key comes
+ * from the browser (the OAuth device flow, whose first access token is cached); with it, from
+ * stdin or a hidden prompt on a terminal, once its shape and a test mint say it works. A key it
+ * replaces is revoked on the server once the new one is saved: a key this machine no longer
+ * holds should not stay live. The logins stay unbound (no proof at login): `agentpass token`
+ * mints bearer tokens with them as it always has.
  */
 export async function login(
   ctx: CommandContext,
@@ -35,9 +38,10 @@ export async function login(
       : await readStdin();
     checkShape(key);
     if (previous && previous !== key) announceReplacement(ctx, previous);
-    token = await mintSessionToken(ctx.url, key, null, ctx.now);
+    token = await mintSessionToken(ctx.url, key, null, null, ctx.now);
     if (key === previous) {
       ctx.profiles.cacheToken(ctx.url, null, token);
+      await loginDpopKey(ctx);
       ctx.out(`Key ${shown(key)} is already saved for ${ctx.url}: nothing changed`);
       return;
     }
@@ -51,7 +55,7 @@ export async function login(
     }));
     checkShape(key);
   }
-  ctx.profiles.saveUserKey(ctx.url, key);
+  ctx.profiles.saveUserKey(ctx.url, key, await createPrivateJwk());
   ctx.profiles.cacheToken(ctx.url, null, token);
   ctx.out(`Logged in to ${ctx.url} with key ${shown(key)}`);
   if (!previous) return;
@@ -60,19 +64,75 @@ export async function login(
   else ctx.tell(`Replaced key ${shown(previous)}, but ${stillLive(ctx, previous, revoked)}`);
 }
 
-/** Prints a session token: a cached one with enough life left, or a fresh one. */
+/**
+ * Prints a session token: a bearer one, or with `dpop` one bound to the login's DPoP key
+ * (RFC 9449), to be sent as `Authorization: DPoP` with a proof per request (`headers`).
+ */
 export async function token(
   ctx: CommandContext,
-  options: { fresh: boolean; json: boolean; target: TokenTarget },
+  options: { fresh: boolean; json: boolean; target: TokenTarget; dpop: boolean },
 ): Promise<void> {
   const key = savedKey(ctx);
-  const cached = options.fresh ? undefined : ctx.profiles.cachedToken(ctx.url, options.target);
-  const minted =
-    cached && Date.parse(cached.expiresAt) - ctx.now() > ctx.minTtlSeconds * 1000
-      ? cached
-      : await mintSessionToken(ctx.url, key, options.target, ctx.now);
-  if (minted !== cached) ctx.profiles.cacheToken(ctx.url, options.target, minted);
-  ctx.out(options.json ? JSON.stringify(minted) : minted.sessionToken);
+  const dpopKey = options.dpop ? await loginDpopKey(ctx) : null;
+  const minted = await usableToken(ctx, key, options, dpopKey);
+  if (!options.json) return ctx.out(minted.sessionToken);
+  ctx.out(JSON.stringify(dpopKey ? { ...minted, tokenType: "DPoP" } : minted));
+}
+
+/**
+ * Prints the two header lines of one request to `url` with a token bound to the login's key:
+ * `Authorization: DPoP aps_…` and `DPoP: <proof>`, the proof made now for this method and URL
+ * and this token (a proof is accepted once: one per request).
+ */
+export async function headers(
+  ctx: CommandContext,
+  options: { fresh: boolean; target: TokenTarget; method: string; url: string },
+): Promise<void> {
+  const key = savedKey(ctx);
+  const dpopKey = await loginDpopKey(ctx);
+  const { sessionToken } = await usableToken(ctx, key, options, dpopKey);
+  // Visible ASCII only: whatever the server answered stays one header line.
+  if (!/^[\x21-\x7e]+$/.test(sessionToken)) {
+    throw new CliError(EXIT.ERROR, "AgentPass answered a token that is not a header value");
+  }
+  const proof = await dpopProof(dpopKey, { ...options, accessToken: sessionToken }, ctx.now);
+  ctx.out(`Authorization: DPoP ${sessionToken}`);
+  ctx.out(`DPoP: ${proof}`);
+}
+
+/** A cached token (bearer, or bound to `dpopKey`) with enough life left, or a fresh one. */
+async function usableToken(
+  ctx: CommandContext,
+  key: string,
+  options: { fresh: boolean; target: TokenTarget },
+  dpopKey: DpopKey | null,
+): Promise<MintedToken> {
+  const binding = dpopKey && { jkt: dpopKey.jkt };
+  const { target } = options;
+  const cached = options.fresh ? undefined : ctx.profiles.cachedToken(ctx.url, target, binding);
+  if (cached && Date.parse(cached.expiresAt) - ctx.now() > ctx.minTtlSeconds * 1000) {
+    return cached;
+  }
+  const minted = await mintSessionToken(ctx.url, key, target, dpopKey, ctx.now);
+  ctx.profiles.cacheToken(ctx.url, target, minted, binding);
+  return minted;
+}
+
+/**
+ * The DPoP key of the saved login, made now for a login saved before logins had one. Read back
+ * once saved, so that a command racing another for the first key mostly signs with the one
+ * kept; bound tokens are cached under their key's thumbprint, so none is reused with another.
+ */
+async function loginDpopKey(ctx: CommandContext): Promise<DpopKey> {
+  if (!ctx.profiles.dpopKey(ctx.url)) ctx.profiles.addDpopKey(ctx.url, await createPrivateJwk());
+  const key = await importDpopKey(ctx.profiles.dpopKey(ctx.url));
+  if (!key) {
+    throw new CliError(
+      EXIT.ERROR,
+      `The DPoP key saved for ${ctx.url} is not a P-256 private key. Log in again with: agentpass login`,
+    );
+  }
+  return key;
 }
 
 /** Who am I: the server, the saved key's prefix, and whether it works right now. */
@@ -80,7 +140,7 @@ export async function status(ctx: CommandContext): Promise<void> {
   const key = savedKey(ctx);
   ctx.out(`Server: ${ctx.url}`);
   ctx.out(`Key:    ${shown(key)}`);
-  const minted = await mintSessionToken(ctx.url, key, null, ctx.now);
+  const minted = await mintSessionToken(ctx.url, key, null, null, ctx.now);
   ctx.profiles.cacheToken(ctx.url, null, minted);
   ctx.out("Status: working (a session token was minted)");
 }

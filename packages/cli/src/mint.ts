@@ -1,3 +1,4 @@
+import { type DpopKey, dpopProof } from "./dpop-key.ts";
 import { CliError, EXIT } from "./exit-codes.ts";
 import {
   CLIENT_ID,
@@ -28,33 +29,39 @@ export function looksLikeUserKey(key: string): boolean {
 
 /**
  * Trades the user key for a session token: with the OAuth refresh grant (the user key is the
- * refresh token), or with `POST /api/session-tokens` for an audience. Failures become
- * CliErrors, one exit code per kind.
+ * refresh token), or with `POST /api/session-tokens` for an audience. With a DPoP key the
+ * request carries its proof and the token is bound to it (RFC 9449); without, the token is a
+ * bearer token as ever. Failures become CliErrors, one exit code per kind.
  *
  * @example
- * const minted = await mintSessionToken("http://localhost:4000", key, null, Date.now);
+ * const minted = await mintSessionToken("http://localhost:4000", key, null, null, Date.now);
  * // minted.sessionToken: "aps_…", for the x-session-token header
  */
 export async function mintSessionToken(
   url: string,
   userKey: string,
   target: TokenTarget,
+  dpopKey: DpopKey | null,
   now: () => number,
 ): Promise<MintedToken> {
   if (target && "audience" in target) {
-    return mintForAudience(url, userKey, target.audience);
+    return mintForAudience(url, userKey, target.audience, dpopKey, now);
   }
-  const answer = await postToService(url, "/oauth/token", {
-    form: {
-      grant_type: "refresh_token",
-      refresh_token: userKey,
-      client_id: CLIENT_ID,
-      ...(target && { resource: target.resource }),
-    },
-  });
+  const form = {
+    grant_type: "refresh_token",
+    refresh_token: userKey,
+    client_id: CLIENT_ID,
+    ...(target && { resource: target.resource }),
+  };
+  const answer = dpopKey
+    ? await refreshWithProof(url, form, dpopKey, now)
+    : await postToService(url, "/oauth/token", { form });
   if (!answer) throw unreachable(url);
   const minted = sessionTokenOf(answer, now);
-  if (minted) return minted;
+  if (minted) {
+    if (dpopKey && answer.body.token_type !== "DPoP") throw notBound(url);
+    return minted;
+  }
   const reason = reasonOf(answer);
   if (answer.body.error === "invalid_grant") throw keyRejected(reason);
   if (answer.body.error === "invalid_target" && target) {
@@ -64,7 +71,31 @@ export async function mintSessionToken(
     );
   }
   if (answer.status === 429) throw tooMany(answer);
+  if (answer.body.error === "invalid_dpop_proof" || answer.body.error === "use_dpop_nonce") {
+    throw proofRefused(reason);
+  }
   throw new CliError(EXIT.ERROR, `AgentPass could not mint a token: ${reason}`);
+}
+
+/**
+ * The refresh grant with a proof. The token endpoint demands its current nonce: the first
+ * answer is `use_dpop_nonce` with one, and the request is sent once more with it. Never more:
+ * that second answer is final whatever it says, so a server repeating its demand ends no loop.
+ */
+async function refreshWithProof(
+  url: string,
+  form: Record<string, string>,
+  key: DpopKey,
+  now: () => number,
+): Promise<ServiceAnswer | null> {
+  const send = async (nonce?: string) =>
+    postToService(url, "/oauth/token", {
+      form,
+      dpop: await dpopProof(key, { method: "POST", url: `${url}/oauth/token`, nonce }, now),
+    });
+  const first = await send();
+  const demanded = first?.body.error === "use_dpop_nonce" ? first.dpopNonce : null;
+  return demanded ? send(demanded) : first;
 }
 
 /**
@@ -79,22 +110,31 @@ export function sessionTokenOf(answer: ServiceAnswer, now: () => number): Minted
   return { sessionToken: token, expiresAt: new Date(now() + seconds * 1000).toISOString() };
 }
 
-/** `POST /api/session-tokens` with `{ audience }`: a token only that partner can verify. */
+/**
+ * `POST /api/session-tokens` with `{ audience }`: a token only that partner can verify, bound
+ * to `dpopKey` by a proof for this request (no `ath`, no nonce) when there is one.
+ */
 async function mintForAudience(
   url: string,
   userKey: string,
   audience: string,
+  dpopKey: DpopKey | null,
+  now: () => number,
 ): Promise<MintedToken> {
+  const mintUrl = `${url}/api/session-tokens`;
   const answer = await postToService(url, "/api/session-tokens", {
     json: { audience },
     bearer: userKey,
+    ...(dpopKey && { dpop: await dpopProof(dpopKey, { method: "POST", url: mintUrl }, now) }),
   });
   if (!answer) throw unreachable(url);
-  const { sessionToken, expiresAt } = answer.body;
+  const { sessionToken, expiresAt, tokenType } = answer.body;
   if (answer.status === 201 && typeof sessionToken === "string") {
+    if (dpopKey && tokenType !== "DPoP") throw notBound(url);
     return { sessionToken, expiresAt: String(expiresAt) };
   }
   const reason = reasonOf(answer);
+  if (answer.body.code === "dpop_proof_invalid") throw proofRefused(reason);
   if (answer.status === 401 || answer.status === 403) throw keyRejected(reason);
   if (answer.status === 429) throw tooMany(answer);
   throw new CliError(EXIT.ERROR, `AgentPass could not mint a token: ${reason}`);
@@ -104,6 +144,18 @@ function keyRejected(reason: string): CliError {
   return new CliError(
     EXIT.KEY_REJECTED,
     `Your user key was rejected (${reason}). Log in again with: agentpass login`,
+  );
+}
+
+function proofRefused(reason: string): CliError {
+  return new CliError(EXIT.ERROR, `AgentPass refused this login's DPoP proof (${reason})`);
+}
+
+/** A server that ignored the proof minted a bearer token: never hand it out as a bound one. */
+function notBound(url: string): CliError {
+  return new CliError(
+    EXIT.ERROR,
+    `AgentPass at ${url} did not bind the token to this login's key: it does not take DPoP proofs`,
   );
 }
 

@@ -1,10 +1,13 @@
 import { join } from "node:path";
+import type { JWK } from "jose";
 import { configDir, readJsonFile, writePrivateJsonFile } from "./files.ts";
 import type { TokenTarget } from "./mint.ts";
 
 interface Profile {
   key: string;
   savedAt: string;
+  /** The login's DPoP key (RFC 9449), a private JWK: as secret as the user key beside it. */
+  dpopKey?: JWK;
 }
 
 interface CachedToken {
@@ -15,14 +18,21 @@ interface CachedToken {
 const CREDENTIALS = "credentials.json";
 const TOKENS = "tokens.json";
 
+/**
+ * Whose token a cached one is: bearer, or bound to the DPoP key of this thumbprint. A bound
+ * token is looked up by its key's thumbprint, so it is never taken for another key's.
+ */
+export type TokenBinding = null | { jkt: string };
+
 /** The saved user keys (one per server URL) and cached session tokens of this user. */
 export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
   const dir = configDir(env);
   const profiles = () => readJsonFile<Record<string, Profile>>(join(dir, CREDENTIALS), {});
   const tokens = () => readJsonFile<Record<string, CachedToken>>(join(dir, TOKENS), {});
-  // "<url> " for any partner, "<url> <partner id>" for an audience, "<url> resource <url>".
-  const tokenKey = (url: string, target: TokenTarget) =>
-    `${url} ${target === null ? "" : "audience" in target ? target.audience : `resource ${target.resource}`}`;
+  // "<url> " for any partner, "<url> <partner id>" for an audience, "<url> resource <url>";
+  // a bound token's key has "dpop <jkt> " after the URL.
+  const tokenKey = (url: string, target: TokenTarget, binding: TokenBinding) =>
+    `${url} ${binding ? `dpop ${binding.jkt} ` : ""}${target === null ? "" : "audience" in target ? target.audience : `resource ${target.resource}`}`;
 
   return {
     dir,
@@ -33,13 +43,24 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
     userKey(url: string): string | undefined {
       return profiles()[url]?.key;
     },
-    saveUserKey(url: string, key: string): void {
+    /** Saves a login: its user key and its own new DPoP key, replacing the old login's. */
+    saveUserKey(url: string, key: string, dpopKey: JWK): void {
       writePrivateJsonFile(dir, CREDENTIALS, {
         ...profiles(),
-        [url]: { key, savedAt: new Date().toISOString() },
+        [url]: { key, savedAt: new Date().toISOString(), dpopKey },
       });
       // A new key invalidates the tokens of the old one.
       writePrivateJsonFile(dir, TOKENS, withoutUrl(tokens(), url));
+    },
+    dpopKey(url: string): JWK | undefined {
+      return profiles()[url]?.dpopKey;
+    },
+    /** Gives a login saved before DPoP keys its key; one saved already is kept. */
+    addDpopKey(url: string, dpopKey: JWK): void {
+      const all = profiles();
+      const profile = all[url];
+      if (!profile || profile.dpopKey) return;
+      writePrivateJsonFile(dir, CREDENTIALS, { ...all, [url]: { ...profile, dpopKey } });
     },
     forget(url: string): boolean {
       const all = profiles();
@@ -49,11 +70,21 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
       writePrivateJsonFile(dir, TOKENS, withoutUrl(tokens(), url));
       return known;
     },
-    cachedToken(url: string, target: TokenTarget): CachedToken | undefined {
-      return tokens()[tokenKey(url, target)];
+    cachedToken(
+      url: string,
+      target: TokenTarget,
+      binding: TokenBinding = null,
+    ): CachedToken | undefined {
+      return tokens()[tokenKey(url, target, binding)];
     },
-    cacheToken(url: string, target: TokenTarget, token: CachedToken): void {
-      writePrivateJsonFile(dir, TOKENS, { ...tokens(), [tokenKey(url, target)]: token });
+    cacheToken(
+      url: string,
+      target: TokenTarget,
+      token: CachedToken,
+      binding: TokenBinding = null,
+    ): void {
+      const key = tokenKey(url, target, binding);
+      writePrivateJsonFile(dir, TOKENS, { ...tokens(), [key]: token });
     },
   };
 }

@@ -9,43 +9,45 @@ export interface ServiceAnswer {
   status: number;
   /** The Retry-After header of a 429, when there is one. */
   retryAfter: string | null;
+  /** The DPoP-Nonce header (RFC 9449 section 8), which a `use_dpop_nonce` refusal carries. */
+  dpopNonce: string | null;
   /** The JSON object answered, or `{}` when the answer was not one. */
   body: Record<string, unknown>;
 }
 
 /**
  * `POST <url><path>`: form-encoded for the OAuth endpoints, or JSON with the user key as Bearer
- * for `/api/session-tokens`. Null when the service cannot be reached in time: each
- * caller decides what that means (a failed command, or a key left live to report).
+ * for `/api/session-tokens`; with a `DPoP` proof header when `dpop` is given. Null when the
+ * service cannot be reached in time: each caller decides what that means (a failed command, or
+ * a key left live to report).
  */
 export async function postToService(
   url: string,
   path: string,
-  request: { form: Record<string, string> } | { json: unknown; bearer: string },
+  request: ({ form: Record<string, string> } | { json: unknown; bearer: string }) & {
+    dpop?: string;
+  },
 ): Promise<ServiceAnswer | null> {
-  const init: RequestInit =
+  const headers: Record<string, string> =
     "form" in request
-      ? {
-          headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams(request.form).toString(),
-        }
-      : {
-          headers: {
-            authorization: `Bearer ${request.bearer}`,
-            "content-type": "application/json",
-          },
-          body: JSON.stringify(request.json),
-        };
+      ? { "content-type": "application/x-www-form-urlencoded" }
+      : { authorization: `Bearer ${request.bearer}`, "content-type": "application/json" };
+  if (request.dpop !== undefined) headers.dpop = request.dpop;
   try {
     const response = await fetch(`${url}${path}`, {
       method: "POST",
-      ...init,
+      headers,
+      body:
+        "form" in request
+          ? new URLSearchParams(request.form).toString()
+          : JSON.stringify(request.json),
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
     const body: unknown = await response.json().catch(() => ({}));
     return {
       status: response.status,
       retryAfter: response.headers.get("retry-after"),
+      dpopNonce: response.headers.get("dpop-nonce"),
       body: typeof body === "object" && body !== null ? (body as Record<string, unknown>) : {},
     };
   } catch {

@@ -1,23 +1,15 @@
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
 import {
   awaitRoomInRateWindow,
   startTestIdentityService,
   type TestIdentityService,
 } from "@agentpass/identity/testing";
-
-const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { BIN, cliRunner, type Run } from "./support/run-cli.ts";
 
 describe("agentpass CLI against a real identity service", () => {
   let identity: TestIdentityService;
@@ -25,36 +17,7 @@ describe("agentpass CLI against a real identity service", () => {
   let userKey: { id: string; key: string };
   const secrets: string[] = [];
 
-  /** Runs the CLI; an `env` value of undefined leaves that variable unset. */
-  const run = (
-    args: string[],
-    stdin?: string,
-    env: Record<string, string | undefined> = {},
-  ): Promise<Run> =>
-    new Promise((resolve) => {
-      const all: Record<string, string | undefined> = {
-        PATH: process.env.PATH,
-        HOME: home,
-        XDG_CONFIG_HOME: join(home, ".config"),
-        AGENTPASS_URL: identity.url,
-        ...env,
-      };
-      const child = execFile(
-        process.execPath,
-        [BIN, ...args],
-        {
-          env: Object.fromEntries(Object.entries(all).filter(([, value]) => value !== undefined)),
-        },
-        (error, stdout, stderr) => {
-          const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-          for (const secret of secrets) {
-            assert.ok(!stdout.includes(secret) && !stderr.includes(secret), "a key was printed");
-          }
-          resolve({ code, stdout, stderr });
-        },
-      );
-      child.stdin?.end(stdin ?? "");
-    });
+  const run = cliRunner({ home: () => home, url: () => identity.url, secrets });
 
   const login = () => run(["login", "--with-key"], `${userKey.key}\n`);
   const configFile = (name: string) => join(home, ".config", "agentpass", name);
@@ -427,6 +390,12 @@ describe("agentpass CLI against a real identity service", () => {
       const key = savedKey();
       assert.ok(key);
       secrets.push(key);
+      // The login has a DPoP key of its own; the key itself stays unbound (no proof at login).
+      const { dpopKey } = JSON.parse(readFileSync(configFile("credentials.json"), "utf8"))[
+        identity.url
+      ];
+      assert.deepEqual([dpopKey.kty, dpopKey.crv, typeof dpopKey.d], ["EC", "P-256", "string"]);
+      assert.ok(!result.stdout.includes(dpopKey.d) && !result.stderr.includes(dpopKey.d));
       // Only the OAuth device grant records its client on the key (the old JSON one did not).
       assert.equal(await identity.clientOfUserKey(key), "agentpass-cli");
       // The access token of the device grant is cached: `token` answers it without a mint.
@@ -478,7 +447,7 @@ describe("agentpass CLI against a real identity service", () => {
   });
 
   it("answers --help for every command and exits 2 on usage errors", async () => {
-    for (const command of [[], ["login"], ["token"], ["status"], ["logout"]]) {
+    for (const command of [[], ["login"], ["token"], ["headers"], ["status"], ["logout"]]) {
       const result = await run([...command, "--help"]);
       assert.equal(result.code, 0);
       assert.match(result.stdout, /agentpass/);
