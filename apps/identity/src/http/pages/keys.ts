@@ -38,9 +38,9 @@ export function keyPages(
         body: html`${flashNotice(web.flash)}${created}
 <p>A user key lets your agent prove who you are. Keep it on your machine; your agent trades it for
 5-minute session tokens with <code>agentpass token</code>.</p>
-<p id="keys-bearer">A key made here is a bearer key, not bound to a key pair: whoever copies it can use it until you revoke it.
-The session tokens it mints are bound to a key on your machine when your agent asks with a proof (<code>agentpass token --dpop</code>).
-Whether each connected app's tokens are bound is shown under <a href="#connected-apps">Connected apps</a>.</p>
+<p id="keys-bearer">A key made here is a bearer key: whoever copies it can use it until you revoke it.
+The session tokens your agent mints with it are bound to a key the agent keeps when it asks with a DPoP proof.
+Whether a connected app's tokens are bound is shown under <a href="#connected-apps">Connected apps</a>.</p>
 ${keyTable(keys, "/keys")}
 <h2>New key</h2>
 <form method="post" action="/keys" class="card">${csrfField(web.csrf)}
