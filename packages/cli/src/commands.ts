@@ -119,9 +119,10 @@ async function usableToken(
 }
 
 /**
- * The DPoP key of the saved login, made now for a login saved before logins had one. Read back
- * once saved, so that a command racing another for the first key mostly signs with the one
- * kept; bound tokens are cached under their key's thumbprint, so none is reused with another.
+ * The DPoP key of the saved login, made now for a login saved before logins had one. A command
+ * mints and proves with the one key it returns; bound tokens are cached under their key's
+ * thumbprint, so should two commands each add a key at once, neither reuses a token of the
+ * other's key.
  */
 async function loginDpopKey(ctx: CommandContext): Promise<DpopKey> {
   if (!ctx.profiles.dpopKey(ctx.url)) ctx.profiles.addDpopKey(ctx.url, await createPrivateJwk());

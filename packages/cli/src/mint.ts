@@ -80,7 +80,7 @@ export async function mintSessionToken(
 /**
  * The refresh grant with a proof. The token endpoint demands its current nonce: the first
  * answer is `use_dpop_nonce` with one, and the request is sent once more with it. Never more:
- * that second answer is final whatever it says, so a server repeating its demand ends no loop.
+ * the second answer is final whatever it says, so a server that keeps demanding starts no loop.
  */
 async function refreshWithProof(
   url: string,
