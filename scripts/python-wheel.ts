@@ -17,6 +17,8 @@ interface PythonProject {
   keywords: string[];
   classifiers: string[];
   dependencies: string[];
+  /** `[project.optional-dependencies]`: the requirements of each extra (`agentpass[dpop]`). */
+  extras: Record<string, string[]>;
 }
 
 /**
@@ -46,7 +48,19 @@ function readPythonProject(pyproject: string): PythonProject {
     keywords: list("keywords"),
     classifiers: list("classifiers"),
     dependencies: list("dependencies"),
+    extras: readExtras(pyproject),
   };
+}
+
+/** `[project.optional-dependencies]`, written as `name = [ "…", … ]` lines; none when absent. */
+function readExtras(pyproject: string): Record<string, string[]> {
+  const table =
+    /^\[project\.optional-dependencies\]\n([\s\S]*?)(?=^\[|(?![\s\S]))/m.exec(pyproject)?.[1] ?? "";
+  const extras: Record<string, string[]> = {};
+  for (const [, name = "", body = ""] of table.matchAll(/^([\w-]+) = \[([^\]]*)\]/gm)) {
+    extras[name] = [...body.matchAll(/"([^"]*)"/g)].map((match) => match[1] ?? "");
+  }
+  return extras;
 }
 
 /** The wheel's file name (PEP 427): pip takes a wheel by URL only under a name of this form. */
@@ -103,6 +117,10 @@ function metadata(project: PythonProject, readme: string): string {
     ...project.classifiers.map((classifier) => `Classifier: ${classifier}`),
     `Requires-Python: ${project.requiresPython}`,
     "Description-Content-Type: text/markdown",
+    ...Object.entries(project.extras).flatMap(([extra, requirements]) => [
+      `Provides-Extra: ${extra}`,
+      ...requirements.map((requirement) => `Requires-Dist: ${requirement}; extra == "${extra}"`),
+    ]),
     "",
     readme,
   ].join("\n");
