@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { freePort } from "@agentpass/db/testing";
+import { calculateJwkThumbprint } from "jose";
 import { loadConfig } from "../../apps/identity/src/config.ts";
 import { findAccountByEmail } from "../../apps/identity/src/domain/accounts.ts";
 import { decideDeviceLogin } from "../../apps/identity/src/domain/device-login.ts";
@@ -43,6 +44,9 @@ const RUN = {
   "partner-verify": "bash, after notes-curl",
   "partner-introspect": "bash, after partner-verify",
   "mcp-token": "bash, after partner-introspect",
+  "cli-dpop": "bash, after mcp-token",
+  "partner-verify-dpop": "bash, after cli-dpop",
+  "partner-introspect-dpop": "bash, after partner-verify-dpop",
   "python-dpop": "Debian's python3, the package from packages/python/src, with the CLI logged in",
   "partner-express": "node, as a .mjs: a server the test asks as an agent would, each table row",
   "partner-hono": "node, as a .ts: a server the test asks as an agent would, each table row",
@@ -402,6 +406,9 @@ describe("the snippets of the README and docs/", () => {
         "partner-verify",
         "partner-introspect",
         "mcp-token",
+        "cli-dpop",
+        "partner-verify-dpop",
+        "partner-introspect-dpop",
       ];
       const result = await bash(ids.map((id) => `# ${id}\n${snippet(id)}`).join("\n"));
       assertSucceeded(result, ids.join(", "));
@@ -420,6 +427,13 @@ describe("the snippets of the README and docs/", () => {
       assert.match(result.stdout, /(?:^|\})ada@example\.com$/m, "examples/verify-token.mjs");
       assert.match(result.stdout, /\{"active":true,"email":"ada@example\.com"/, "introspection");
       assert.match(result.stdout, /^aps_\S+$/m, "agentpass token");
+      assert.match(result.stdout, /^Authorization: DPoP aps_\S+\nDPoP: ey\S+$/m, "headers");
+      // The partner's three verifies of one bound token: with its proof, again, without it.
+      assert.match(
+        result.stdout,
+        /\{"email":"ada@example\.com"\}\n\{"error":"Invalid DPoP proof: The DPoP proof was used already \(its jti\)","code":"session_token_proof_invalid"\}\n\{"error":"This session token is bound to a key: send its DPoP proof","code":"session_token_proof_required"\}/,
+      );
+      assert.match(result.stdout, /"token_type":"DPoP","cnf":\{"jkt":"[\w-]{43}"\}\}/);
     });
 
     it("openid-client-device: discovers, logs in by device flow and refreshes", async () => {
@@ -461,7 +475,7 @@ describe("the snippets of the README and docs/", () => {
       assert.match(result.stdout, /^note:\/\/\S+$/m);
     });
 
-    it("python-dpop: reads notes with tokens bound to a key", async () => {
+    it("python-dpop: reads notes with tokens bound to the key the CLI saved", async () => {
       const file = join(scratch, "agent_dpop.py");
       // What the snippet bound its tokens to, for the test: the key's thumbprint and a token.
       const told = "\nprint(tokens.dpop_thumbprint)\nprint(tokens.token())\n";
@@ -473,8 +487,12 @@ describe("the snippets of the README and docs/", () => {
         approveAsAda,
       );
       assertSucceeded(result, "the Python DPoP snippet");
-      const [total, , token = ""] = result.stdout.trim().split("\n");
+      const [total, thumbprint, token = ""] = result.stdout.trim().split("\n");
       assert.equal(total, "1");
+      const saved = JSON.parse(
+        readFileSync(join(home, ".config", "agentpass", "credentials.json"), "utf8"),
+      )[identityUrl];
+      assert.equal(thumbprint, await calculateJwkThumbprint(saved.dpopKey), "the login's key");
       // Copied alone, the token opens nothing.
       const partner = admin(
         "partners",
