@@ -55,7 +55,7 @@ export async function login(
     }));
     checkShape(key);
   }
-  ctx.profiles.saveUserKey(ctx.url, key, await createPrivateJwk());
+  ctx.profiles.saveUserKey(ctx.url, key, createPrivateJwk());
   ctx.profiles.cacheToken(ctx.url, null, token);
   ctx.out(`Logged in to ${ctx.url} with key ${shown(key)}`);
   if (!previous) return;
@@ -95,7 +95,7 @@ export async function headers(
   if (!/^[\x21-\x7e]+$/.test(sessionToken)) {
     throw new CliError(EXIT.ERROR, "AgentPass answered a token that is not a header value");
   }
-  const proof = await dpopProof(dpopKey, { ...options, accessToken: sessionToken }, ctx.now);
+  const proof = dpopProof(dpopKey, { ...options, accessToken: sessionToken }, ctx.now);
   ctx.out(`Authorization: DPoP ${sessionToken}`);
   ctx.out(`DPoP: ${proof}`);
 }
@@ -125,8 +125,8 @@ async function usableToken(
  * other's key.
  */
 async function loginDpopKey(ctx: CommandContext): Promise<DpopKey> {
-  if (!ctx.profiles.dpopKey(ctx.url)) ctx.profiles.addDpopKey(ctx.url, await createPrivateJwk());
-  const key = await importDpopKey(ctx.profiles.dpopKey(ctx.url));
+  if (!ctx.profiles.dpopKey(ctx.url)) ctx.profiles.addDpopKey(ctx.url, createPrivateJwk());
+  const key = importDpopKey(ctx.profiles.dpopKey(ctx.url));
   if (!key) {
     throw new CliError(
       EXIT.ERROR,

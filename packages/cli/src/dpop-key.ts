@@ -1,23 +1,23 @@
-import { createHash, randomBytes } from "node:crypto";
 import {
-  type CryptoKey,
-  calculateJwkThumbprint,
-  exportJWK,
-  generateKeyPair,
-  importJWK,
-  type JWK,
-  SignJWT,
-} from "jose";
+  createHash,
+  createPrivateKey,
+  generateKeyPairSync,
+  type JsonWebKey,
+  type KeyObject,
+  randomBytes,
+  sign,
+} from "node:crypto";
 
 /**
  * A login's DPoP key (RFC 9449): it signs a proof for every request made with a session token
  * bound to it, so that a copied token opens nothing without the key. ES256 (P-256), as every
- * AgentPass component makes keys. This package depends on jose alone, not on @agentpass/verify.
+ * AgentPass component makes keys. Signed with `node:crypto` alone: the CLI has no dependency, so
+ * it installs from AgentPass's own `/downloads/` with no registry (docs/decisions.md).
  */
 export interface DpopKey {
-  readonly privateKey: CryptoKey;
+  readonly privateKey: KeyObject;
   /** The public half, as every proof's header carries it. */
-  readonly publicJwk: JWK;
+  readonly publicJwk: { kty: "EC"; crv: "P-256"; x: string; y: string };
   /** Its RFC 7638 thumbprint: the `cnf.jkt` of the tokens bound to it. */
   readonly jkt: string;
 }
@@ -33,24 +33,31 @@ export interface ProofRequest {
 }
 
 /** A new key pair, as the private JWK a profile keeps (it holds the public members too). */
-export async function createPrivateJwk(): Promise<JWK> {
-  const { privateKey } = await generateKeyPair("ES256", { extractable: true });
-  const { kty, crv, x, y, d } = await exportJWK(privateKey);
+export function createPrivateJwk(): JsonWebKey {
+  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const { kty, crv, x, y, d } = privateKey.export({ format: "jwk" });
   return { kty, crv, x, y, d };
 }
 
 /** The saved private JWK as a key to sign with; null when it is not a P-256 private key. */
-export async function importDpopKey(privateJwk: unknown): Promise<DpopKey | null> {
-  const jwk = (typeof privateJwk === "object" && privateJwk !== null ? privateJwk : {}) as JWK;
-  const members = [jwk.x, jwk.y, jwk.d];
-  if (jwk.kty !== "EC" || jwk.crv !== "P-256" || members.some((m) => typeof m !== "string")) {
+export function importDpopKey(privateJwk: unknown): DpopKey | null {
+  const jwk = (
+    typeof privateJwk === "object" && privateJwk !== null ? privateJwk : {}
+  ) as JsonWebKey;
+  const { x, y, d } = jwk;
+  if (jwk.kty !== "EC" || jwk.crv !== "P-256" || typeof x !== "string" || typeof y !== "string") {
     return null;
   }
+  if (typeof d !== "string") return null;
   try {
-    const privateKey = (await importJWK({ ...jwk, alg: "ES256" }, "ES256")) as CryptoKey;
+    const privateKey = createPrivateKey({
+      key: { kty: "EC", crv: "P-256", x, y, d },
+      format: "jwk",
+    });
+    // RFC 7638: the required members in lexicographic order, no whitespace.
+    const jkt = sha256(JSON.stringify({ crv: "P-256", kty: "EC", x, y }));
     // Only the public members: the proof's header is sent to every server the agent calls.
-    const publicJwk: JWK = { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y };
-    return { privateKey, publicJwk, jkt: await calculateJwkThumbprint(publicJwk, "sha256") };
+    return { privateKey, publicJwk: { kty: "EC", crv: "P-256", x, y }, jkt };
   } catch {
     return null;
   }
@@ -61,21 +68,36 @@ export async function importDpopKey(privateJwk: unknown): Promise<DpopKey | null
  * and a fresh `jti` each time, since a proof is accepted once.
  *
  * @example
- * const proof = await dpopProof(key, { method: "GET", url, accessToken: token }, Date.now);
+ * const proof = dpopProof(key, { method: "GET", url, accessToken: token }, Date.now);
  * // headers: { Authorization: `DPoP ${token}`, DPoP: proof }
  */
-export function dpopProof(key: DpopKey, request: ProofRequest, now: () => number): Promise<string> {
+export function dpopProof(key: DpopKey, request: ProofRequest, now: () => number): string {
   const url = new URL(request.url);
   url.search = "";
   url.hash = "";
-  const claims: Record<string, string> = { htm: request.method.toUpperCase(), htu: url.href };
-  if (request.accessToken !== undefined) {
-    claims.ath = createHash("sha256").update(request.accessToken).digest("base64url");
-  }
+  const claims: Record<string, string | number> = {
+    htm: request.method.toUpperCase(),
+    htu: url.href,
+    jti: randomBytes(16).toString("base64url"),
+    iat: Math.floor(now() / 1000),
+  };
+  if (request.accessToken !== undefined) claims.ath = sha256(request.accessToken);
   if (request.nonce !== undefined) claims.nonce = request.nonce;
-  return new SignJWT(claims)
-    .setProtectedHeader({ typ: "dpop+jwt", alg: "ES256", jwk: key.publicJwk })
-    .setJti(randomBytes(16).toString("base64url"))
-    .setIssuedAt(Math.floor(now() / 1000))
-    .sign(key.privateKey);
+  const header = { typ: "dpop+jwt", alg: "ES256", jwk: key.publicJwk };
+  const signed = `${encodeJson(header)}.${encodeJson(claims)}`;
+  // JWS ES256 (RFC 7518 section 3.4): the signature is R and S side by side, not DER.
+  const signature = sign("sha256", Buffer.from(signed), {
+    key: key.privateKey,
+    dsaEncoding: "ieee-p1363",
+  });
+  return `${signed}.${signature.toString("base64url")}`;
+}
+
+function encodeJson(value: object): string {
+  return Buffer.from(JSON.stringify(value)).toString("base64url");
+}
+
+/** base64url of the SHA-256 of a string's UTF-8 (`ath`, thumbprints). */
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("base64url");
 }

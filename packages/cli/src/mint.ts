@@ -91,7 +91,7 @@ async function refreshWithProof(
   const send = async (nonce?: string) =>
     postToService(url, "/oauth/token", {
       form,
-      dpop: await dpopProof(key, { method: "POST", url: `${url}/oauth/token`, nonce }, now),
+      dpop: dpopProof(key, { method: "POST", url: `${url}/oauth/token`, nonce }, now),
     });
   const first = await send();
   const demanded = first?.body.error === "use_dpop_nonce" ? first.dpopNonce : null;
@@ -125,7 +125,7 @@ async function mintForAudience(
   const answer = await postToService(url, "/api/session-tokens", {
     json: { audience },
     bearer: userKey,
-    ...(dpopKey && { dpop: await dpopProof(dpopKey, { method: "POST", url: mintUrl }, now) }),
+    ...(dpopKey && { dpop: dpopProof(dpopKey, { method: "POST", url: mintUrl }, now) }),
   });
   if (!answer) throw unreachable(url);
   const { sessionToken, expiresAt, tokenType } = answer.body;

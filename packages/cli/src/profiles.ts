@@ -1,5 +1,5 @@
+import type { JsonWebKey } from "node:crypto";
 import { join } from "node:path";
-import type { JWK } from "jose";
 import { configDir, readJsonFile, writePrivateJsonFile } from "./files.ts";
 import type { TokenTarget } from "./mint.ts";
 
@@ -7,7 +7,7 @@ interface Profile {
   key: string;
   savedAt: string;
   /** The login's DPoP key (RFC 9449), a private JWK: as secret as the user key beside it. */
-  dpopKey?: JWK;
+  dpopKey?: JsonWebKey;
 }
 
 interface CachedToken {
@@ -44,7 +44,7 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
       return profiles()[url]?.key;
     },
     /** Saves a login: its user key and its own new DPoP key, replacing the old login's. */
-    saveUserKey(url: string, key: string, dpopKey: JWK): void {
+    saveUserKey(url: string, key: string, dpopKey: JsonWebKey): void {
       writePrivateJsonFile(dir, CREDENTIALS, {
         ...profiles(),
         [url]: { key, savedAt: new Date().toISOString(), dpopKey },
@@ -52,11 +52,11 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
       // A new key invalidates the tokens of the old one.
       writePrivateJsonFile(dir, TOKENS, withoutUrl(tokens(), url));
     },
-    dpopKey(url: string): JWK | undefined {
+    dpopKey(url: string): JsonWebKey | undefined {
       return profiles()[url]?.dpopKey;
     },
     /** Gives a login saved before DPoP keys its key; one saved already is kept. */
-    addDpopKey(url: string, dpopKey: JWK): void {
+    addDpopKey(url: string, dpopKey: JsonWebKey): void {
       const all = profiles();
       const profile = all[url];
       if (!profile || profile.dpopKey) return;

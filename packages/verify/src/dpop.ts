@@ -1,26 +1,26 @@
-import {
-  base64url,
-  type CryptoKey,
-  calculateJwkThumbprint,
-  exportJWK,
-  generateKeyPair,
-  importJWK,
-  type JWK,
-  SignJWT,
-} from "jose";
-
 /**
  * DPoP (RFC 9449) for agents written in Node: a key pair the agent keeps, and the proof it signs
  * for every request, so that a session token bound to the key opens nothing without it. ES256
- * (P-256), the algorithm every AgentPass component makes keys with.
+ * (P-256), the algorithm every AgentPass component makes keys with. Signed with Web Crypto,
+ * which every runtime the library serves has: the package has no dependency, so it installs from
+ * AgentPass's own `/downloads/` with no registry (docs/decisions.md); the tests check every proof
+ * with jose.
  */
+
+/** A P-256 public JWK, as a proof's header carries it. */
+export interface PublicJwk {
+  kty: "EC";
+  crv: "P-256";
+  x: string;
+  y: string;
+}
 
 /** An agent's DPoP key: it signs the proofs; its thumbprint is what bound tokens carry. */
 export interface DpopKey {
-  /** Signs proofs; extractable, so `exportJWK(key.privateKey)` (jose) can save it. */
+  /** Signs proofs; `crypto.subtle.exportKey("jwk", key.privateKey)` saves it for `importDpopKey`. */
   readonly privateKey: CryptoKey;
   /** The public half, as every proof carries it in its header. */
-  readonly publicJwk: JWK;
+  readonly publicJwk: PublicJwk;
   /** The key's RFC 7638 thumbprint: the `cnf.jkt` of the tokens bound to it. */
   readonly jkt: string;
 }
@@ -38,8 +38,8 @@ export interface DpopProofRequest {
 }
 
 /**
- * A new ES256 key pair. Its private key is extractable so that an agent can keep it across runs;
- * keep it as secret as the login it goes with.
+ * A new ES256 key pair. Its private key can be exported so that an agent can keep it across
+ * runs; keep it as secret as the login it goes with.
  *
  * @example
  * import { createDpopKey } from "@agentpass/verify/dpop";
@@ -47,27 +47,37 @@ export interface DpopProofRequest {
  * console.log(key.jkt); // the thumbprint AgentPass binds the tokens to
  */
 export async function createDpopKey(): Promise<DpopKey> {
-  const { privateKey, publicKey } = await generateKeyPair("ES256", { extractable: true });
-  return keyOf(privateKey, publicJwkOf(await exportJWK(publicKey)));
+  const { privateKey } = await crypto.subtle.generateKey(ES256, true, ["sign"]);
+  return keyOf(privateKey, await crypto.subtle.exportKey("jwk", privateKey));
 }
 
 /**
  * A DPoP key from a saved private JWK (P-256), such as the `dpopKey` of a login the `agentpass`
- * CLI saved. Throws for a JWK that is not a P-256 private key (a `TypeError` for another type).
+ * CLI saved. Throws a `TypeError` for a JWK that is not a P-256 private key.
  *
  * @example
  * const key = await importDpopKey(JSON.parse(await readFile("dpop-key.json", "utf8")));
  */
-export async function importDpopKey(privateJwk: JWK): Promise<DpopKey> {
-  const jwk: JWK = typeof privateJwk === "object" && privateJwk !== null ? privateJwk : {};
-  if (jwk.kty !== "EC" || jwk.crv !== "P-256" || typeof jwk.d !== "string") {
-    throw new TypeError(
-      "@agentpass/verify/dpop: expected a P-256 private JWK (kty EC, crv P-256, d)",
-    );
+export async function importDpopKey(privateJwk: JsonWebKey): Promise<DpopKey> {
+  const jwk: JsonWebKey = typeof privateJwk === "object" && privateJwk !== null ? privateJwk : {};
+  const members = [jwk.x, jwk.y, jwk.d];
+  if (jwk.kty !== "EC" || jwk.crv !== "P-256" || members.some((m) => typeof m !== "string")) {
+    throw new TypeError(NOT_A_P256_KEY);
   }
-  const privateKey = await importJWK({ ...jwk, alg: "ES256" }, "ES256", { extractable: true });
-  return keyOf(privateKey as CryptoKey, publicJwkOf(jwk));
+  const saved: JsonWebKey = { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y, d: jwk.d };
+  let privateKey: CryptoKey;
+  try {
+    privateKey = await crypto.subtle.importKey("jwk", saved, ES256, true, ["sign"]);
+  } catch {
+    throw new TypeError(NOT_A_P256_KEY);
+  }
+  return keyOf(privateKey, saved);
 }
+
+const ES256 = { name: "ECDSA", namedCurve: "P-256" } as const;
+
+const NOT_A_P256_KEY =
+  "@agentpass/verify/dpop: expected a P-256 private JWK (kty EC, crv P-256, d)";
 
 /**
  * A proof for one request: a fresh `jti` every time, since AgentPass accepts each proof once.
@@ -76,17 +86,23 @@ export async function importDpopKey(privateJwk: JWK): Promise<DpopKey> {
  * const proof = await dpopProof(key, { method: "GET", url: "https://notes.example/api/notes", accessToken: token });
  */
 export async function dpopProof(key: DpopKey, request: DpopProofRequest): Promise<string> {
-  const claims: Record<string, string> = {
+  const claims: Record<string, string | number> = {
     htm: request.method.toUpperCase(),
     htu: withoutQuery(request.url),
+    jti: crypto.randomUUID(),
+    iat: Math.floor(Date.now() / 1000),
   };
-  if (request.accessToken !== undefined) claims.ath = await tokenHash(request.accessToken);
+  if (request.accessToken !== undefined) claims.ath = await sha256(request.accessToken);
   if (request.nonce !== undefined) claims.nonce = request.nonce;
-  return new SignJWT(claims)
-    .setProtectedHeader({ typ: "dpop+jwt", alg: "ES256", jwk: key.publicJwk })
-    .setJti(crypto.randomUUID())
-    .setIssuedAt()
-    .sign(key.privateKey);
+  const header = { typ: "dpop+jwt", alg: "ES256", jwk: key.publicJwk };
+  const signed = `${encodeJson(header)}.${encodeJson(claims)}`;
+  // Web Crypto's ECDSA signature is R and S side by side, as JWS ES256 wants (RFC 7518 3.4).
+  const signature = await crypto.subtle.sign(
+    { name: "ECDSA", hash: "SHA-256" },
+    key.privateKey,
+    TEXT.encode(signed),
+  );
+  return `${signed}.${base64url(new Uint8Array(signature))}`;
 }
 
 /**
@@ -108,13 +124,11 @@ export async function dpopHeaders(
   return { Authorization: `DPoP ${token}`, DPoP: proof };
 }
 
-async function keyOf(privateKey: CryptoKey, publicJwk: JWK): Promise<DpopKey> {
-  return { privateKey, publicJwk, jkt: await calculateJwkThumbprint(publicJwk, "sha256") };
-}
-
-/** The public members of a P-256 JWK: a proof's header must carry no private one. */
-function publicJwkOf(jwk: JWK): JWK {
-  return { kty: "EC", crv: "P-256", x: jwk.x as string, y: jwk.y as string };
+async function keyOf(privateKey: CryptoKey, jwk: JsonWebKey): Promise<DpopKey> {
+  const publicJwk: PublicJwk = { kty: "EC", crv: "P-256", x: jwk.x as string, y: jwk.y as string };
+  // RFC 7638: the required members in lexicographic order, no whitespace.
+  const members = JSON.stringify({ crv: "P-256", kty: "EC", x: publicJwk.x, y: publicJwk.y });
+  return { privateKey, publicJwk, jkt: await sha256(members) };
 }
 
 /** `htu`: the URL without its query and fragment (RFC 9449 section 4.2). */
@@ -125,8 +139,20 @@ function withoutQuery(url: string): string {
   return parsed.href;
 }
 
-/** `ath`: base64url of the SHA-256 of the token's ASCII. */
-async function tokenHash(token: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
-  return base64url.encode(new Uint8Array(digest));
+const TEXT = new TextEncoder();
+
+function encodeJson(value: object): string {
+  return base64url(TEXT.encode(JSON.stringify(value)));
+}
+
+/** base64url of the SHA-256 of a string's UTF-8 (`ath`, thumbprints). */
+async function sha256(text: string): Promise<string> {
+  return base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", TEXT.encode(text))));
+}
+
+/** RFC 4648 section 5, unpadded: `btoa` is in every runtime, `Buffer` only in Node. */
+function base64url(bytes: Uint8Array): string {
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
