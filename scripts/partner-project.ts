@@ -4,10 +4,11 @@
 // then runs each against a real identity service and asks it who a session token belongs to.
 //   npm run test:partner
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { promisify } from "node:util";
 import { freePort } from "@agentpass/db/testing";
 import { startTestIdentityService } from "@agentpass/identity/testing";
 
@@ -59,11 +60,39 @@ serve({ fetch: handle, port: Number(process.env.PORT), hostname: "127.0.0.1" });
 `,
 };
 
+/**
+ * An agent on Node's own types (no DOM library): it binds a session token to a key of
+ * `@agentpass/verify/dpop` and proves it, as a partner's verify with the proof then sees.
+ */
+const AGENT = `import { verify } from "@agentpass/verify";
+import { createDpopKey, dpopHeaders, dpopProof } from "@agentpass/verify/dpop";
+
+const apiUrl = process.env.AGENTPASS_URL ?? "";
+const key = await createDpopKey();
+const mintUrl = apiUrl + "/api/session-tokens";
+const minted = await fetch(mintUrl, {
+  method: "POST",
+  headers: {
+    authorization: "Bearer " + process.env.AGENTPASS_USER_KEY,
+    dpop: await dpopProof(key, { method: "POST", url: mintUrl }),
+  },
+});
+const { sessionToken, tokenType } = (await minted.json()) as { sessionToken: string; tokenType?: string };
+const called = "https://partner.example/api/me";
+const headers = await dpopHeaders(key, sessionToken, "GET", called);
+const dpop = { proof: headers.DPoP, method: "GET", url: called };
+const result = await verify(process.env.AGENTPASS_PARTNER_KEY, sessionToken, apiUrl, { dpop });
+const bare = await verify(process.env.AGENTPASS_PARTNER_KEY, sessionToken, apiUrl);
+console.log(JSON.stringify({ tokenType, result: result.ok ? result.email : result.code, bare: bare.ok || bare.code }));
+`;
+
 const TSCONFIGS = {
   node16: { module: "node16", moduleResolution: "node16", outDir: "dist" },
   bundler: { module: "esnext", moduleResolution: "bundler", noEmit: true },
   node10: { module: "commonjs", moduleResolution: "node10", esModuleInterop: true, noEmit: true },
 };
+
+const run = promisify(execFile);
 
 const results: { name: string; error?: unknown }[] = [];
 async function check(name: string, run: () => void | Promise<void>) {
@@ -88,7 +117,12 @@ if (!verifyTarball) throw new Error(`npm run pack made no @agentpass/verify tarb
 
 const project = mkdtempSync(join(tmpdir(), "agentpass-partner-"));
 const children: ChildProcess[] = [];
-const identity = await startTestIdentityService();
+// Its PUBLIC_URL is where it listens: a DPoP proof names the URL the agent called.
+const identityPort = await freePort();
+const identity = await startTestIdentityService({
+  port: identityPort,
+  env: { PUBLIC_URL: `http://127.0.0.1:${identityPort}` },
+});
 try {
   writeFileSync(
     join(project, "package.json"),
@@ -115,6 +149,31 @@ try {
     { cwd: project, stdio: "inherit" },
   );
 
+  mkdirSync(join(project, "agent"));
+  writeFileSync(join(project, "agent", "agent.ts"), AGENT);
+  await check("tsc --strict, an agent with Node's types alone", () => {
+    writeFileSync(
+      join(project, "tsconfig.agent.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "es2022",
+          lib: ["es2022"],
+          types: ["node"],
+          module: "node16",
+          moduleResolution: "node16",
+          strict: true,
+          skipLibCheck: false,
+          outDir: "agent-dist",
+        },
+        include: ["agent"],
+      }),
+    );
+    execFileSync(join(project, "node_modules/.bin/tsc"), ["-p", "tsconfig.agent.json"], {
+      cwd: project,
+      stdio: "inherit",
+    });
+  });
+
   for (const [resolution, options] of Object.entries(TSCONFIGS)) {
     await check(`tsc --strict, moduleResolution ${resolution}`, () => {
       writeFileSync(
@@ -139,6 +198,28 @@ try {
     headers: { authorization: `Bearer ${userKey}` },
   });
   const { sessionToken } = (await minted.json()) as { sessionToken: string };
+
+  await check("an agent binds its token with @agentpass/verify/dpop and proves it", async () => {
+    // Not execFileSync: the identity service it calls answers from this process.
+    const { stdout: output } = await run(
+      process.execPath,
+      [join(project, "agent-dist", "agent.js")],
+      {
+        cwd: project,
+        env: {
+          PATH: process.env.PATH,
+          AGENTPASS_URL: identity.url,
+          AGENTPASS_PARTNER_KEY: partnerKey.key,
+          AGENTPASS_USER_KEY: userKey,
+        },
+      },
+    );
+    assert.deepEqual(JSON.parse(output), {
+      tokenType: "DPoP",
+      result: "ada@example.com",
+      bare: "session_token_proof_required",
+    });
+  });
 
   for (const name of Object.keys(APPS)) {
     await check(`${name} answers who a token belongs to, through a real verify`, async () => {

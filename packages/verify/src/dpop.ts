@@ -15,10 +15,28 @@ export interface PublicJwk {
   y: string;
 }
 
+/** A P-256 private JWK, as `agentpass` saves a login's key. */
+export interface PrivateJwk {
+  kty?: string;
+  crv?: string;
+  x?: string;
+  y?: string;
+  d?: string;
+}
+
+/**
+ * A Web Crypto `CryptoKey`, named by the members the library needs, so that a project without
+ * the DOM library's types (Node's own) reads these declarations too.
+ */
+export interface SigningKey {
+  readonly type: string;
+  readonly extractable: boolean;
+}
+
 /** An agent's DPoP key: it signs the proofs; its thumbprint is what bound tokens carry. */
 export interface DpopKey {
   /** Signs proofs; `crypto.subtle.exportKey("jwk", key.privateKey)` saves it for `importDpopKey`. */
-  readonly privateKey: CryptoKey;
+  readonly privateKey: SigningKey;
   /** The public half, as every proof carries it in its header. */
   readonly publicJwk: PublicJwk;
   /** The key's RFC 7638 thumbprint: the `cnf.jkt` of the tokens bound to it. */
@@ -58,16 +76,16 @@ export async function createDpopKey(): Promise<DpopKey> {
  * @example
  * const key = await importDpopKey(JSON.parse(await readFile("dpop-key.json", "utf8")));
  */
-export async function importDpopKey(privateJwk: JsonWebKey): Promise<DpopKey> {
-  const jwk: JsonWebKey = typeof privateJwk === "object" && privateJwk !== null ? privateJwk : {};
+export async function importDpopKey(privateJwk: PrivateJwk): Promise<DpopKey> {
+  const jwk: PrivateJwk = typeof privateJwk === "object" && privateJwk !== null ? privateJwk : {};
   const members = [jwk.x, jwk.y, jwk.d];
   if (jwk.kty !== "EC" || jwk.crv !== "P-256" || members.some((m) => typeof m !== "string")) {
     throw new TypeError(NOT_A_P256_KEY);
   }
-  const saved: JsonWebKey = { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y, d: jwk.d };
+  const saved: PrivateJwk = { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y, d: jwk.d };
   let privateKey: CryptoKey;
   try {
-    privateKey = await crypto.subtle.importKey("jwk", saved, ES256, true, ["sign"]);
+    privateKey = await crypto.subtle.importKey("jwk", saved as JsonWebKey, ES256, true, ["sign"]);
   } catch {
     throw new TypeError(NOT_A_P256_KEY);
   }
@@ -99,7 +117,7 @@ export async function dpopProof(key: DpopKey, request: DpopProofRequest): Promis
   // Web Crypto's ECDSA signature is R and S side by side, as JWS ES256 wants (RFC 7518 3.4).
   const signature = await crypto.subtle.sign(
     { name: "ECDSA", hash: "SHA-256" },
-    key.privateKey,
+    key.privateKey as CryptoKey,
     TEXT.encode(signed),
   );
   return `${signed}.${base64url(new Uint8Array(signature))}`;
@@ -124,7 +142,7 @@ export async function dpopHeaders(
   return { Authorization: `DPoP ${token}`, DPoP: proof };
 }
 
-async function keyOf(privateKey: CryptoKey, jwk: JsonWebKey): Promise<DpopKey> {
+async function keyOf(privateKey: CryptoKey, jwk: PrivateJwk): Promise<DpopKey> {
   const publicJwk: PublicJwk = { kty: "EC", crv: "P-256", x: jwk.x as string, y: jwk.y as string };
   // RFC 7638: the required members in lexicographic order, no whitespace.
   const members = JSON.stringify({ crv: "P-256", kty: "EC", x: publicJwk.x, y: publicJwk.y });

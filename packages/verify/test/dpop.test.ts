@@ -68,13 +68,16 @@ describe("@agentpass/verify/dpop", () => {
   it("names the key by jose's RFC 7638 thumbprint, which two keys never share", async () => {
     const key = await createDpopKey();
     assert.equal(key.jkt, await calculateJwkThumbprint(key.publicJwk, "sha256"));
-    assert.equal(key.jkt, await calculateJwkThumbprint(await exportJWK(key.privateKey), "sha256"));
+    assert.equal(
+      key.jkt,
+      await calculateJwkThumbprint(await exportJWK(key.privateKey as CryptoKey), "sha256"),
+    );
     assert.notEqual(key.jkt, (await createDpopKey()).jkt);
   });
 
   it("imports a saved private JWK as the same key", async () => {
     const key = await createDpopKey();
-    const saved = JSON.parse(JSON.stringify(await exportJWK(key.privateKey)));
+    const saved = JSON.parse(JSON.stringify(await exportJWK(key.privateKey as CryptoKey)));
     const imported = await importDpopKey(saved);
     assert.equal(imported.jkt, key.jkt);
     assert.deepEqual(imported.publicJwk, key.publicJwk);
