@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, type Engine, freePort, testEngines } from "@agentpass/db/testing";
-import { startServer } from "@agentpass/http";
 import {
   type CryptoKey,
   calculateJwkThumbprint,
@@ -11,35 +10,18 @@ import {
   SignJWT,
 } from "jose";
 import * as client from "openid-client";
-import { loadConfig } from "../src/config.ts";
 import { createAccount } from "../src/domain/accounts.ts";
 import { issueKey } from "../src/domain/credentials.ts";
 import { decideDeviceLogin } from "../src/domain/device-login.ts";
 import { createPartner } from "../src/domain/partners.ts";
 import { startWebSession } from "../src/domain/web-sessions.ts";
-import { openIdentityService } from "../src/service.ts";
+import { startInstance } from "./support/instances.ts";
 import { webClient } from "./support/web-client.ts";
 
 /**
  * RFC 9449 at the token endpoint, with a stock client (openid-client's DPoP handle) and with
  * proofs made by hand where a stock client would never send them.
  */
-
-type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>;
-
-/** One AgentPass instance on `database`, answering on its own port for PUBLIC_URL `issuer`. */
-async function startInstance(database: TestDatabase, issuer: string, port: number) {
-  const loaded = loadConfig({
-    DATA_DIR: database.dataDir,
-    DATABASE_URL: database.databaseUrl,
-    LOG_LEVEL: "silent",
-    PUBLIC_URL: issuer,
-  });
-  if (!loaded.ok) throw new Error(loaded.error);
-  const service = await openIdentityService(loaded.config);
-  const server = await startServer(service, { port, host: "127.0.0.1" });
-  return { service, server, url: `http://127.0.0.1:${port}` };
-}
 
 async function startIssuer(engine: Engine) {
   const database = await createTestDatabase(engine);

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { createHash, randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, type Engine, freePort, testEngines } from "@agentpass/db/testing";
-import { startServer } from "@agentpass/http";
 import fc from "fast-check";
 import {
   type CryptoKey,
@@ -12,15 +11,14 @@ import {
   type JWK,
   SignJWT,
 } from "jose";
-import { loadConfig } from "../src/config.ts";
 import { createAccount } from "../src/domain/accounts.ts";
 import { issueKey } from "../src/domain/credentials.ts";
 import { decideDeviceLogin } from "../src/domain/device-login.ts";
 import { partnerUsage } from "../src/domain/partner-usage.ts";
 import { createPartner } from "../src/domain/partners.ts";
 import { startWebSession } from "../src/domain/web-sessions.ts";
-import { openIdentityService } from "../src/service.ts";
 import { awaitRoomInRateWindow } from "../src/testing.ts";
+import { startInstance } from "./support/instances.ts";
 
 /**
  * AgentPass's own session tokens bound to an agent's key (RFC 9449, issue 53): minted with a
@@ -32,31 +30,15 @@ import { awaitRoomInRateWindow } from "../src/testing.ts";
 const PARTNER_URL = "https://partner.example/api/notes";
 /** The failure budget of each partner key here: small enough to spend in a test. */
 const FAILED_VERIFIES_PER_MINUTE = 12;
-
-type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>;
-
-/** One AgentPass instance on `database`, answering on `port` for PUBLIC_URL `publicUrl`. */
-async function startInstance(database: TestDatabase, publicUrl: string, port: number) {
-  const loaded = loadConfig({
-    DATA_DIR: database.dataDir,
-    DATABASE_URL: database.databaseUrl,
-    LOG_LEVEL: "silent",
-    PUBLIC_URL: publicUrl,
-    FAILED_VERIFIES_PER_MINUTE: String(FAILED_VERIFIES_PER_MINUTE),
-  });
-  if (!loaded.ok) throw new Error(loaded.error);
-  const service = await openIdentityService(loaded.config);
-  const server = await startServer(service, { port, host: "127.0.0.1" });
-  return { service, server, url: `http://127.0.0.1:${port}` };
-}
+const budget = { FAILED_VERIFIES_PER_MINUTE: String(FAILED_VERIFIES_PER_MINUTE) };
 
 /** Two instances on one database: `a` at PUBLIC_URL's own address, `b` on a port of its own. */
 async function startAgentPass(engine: Engine) {
   const database = await createTestDatabase(engine);
   const port = await freePort();
   const publicUrl = `http://127.0.0.1:${port}`;
-  const a = await startInstance(database, publicUrl, port);
-  const b = await startInstance(database, publicUrl, await freePort());
+  const a = await startInstance(database, publicUrl, port, budget);
+  const b = await startInstance(database, publicUrl, await freePort(), budget);
   const { ctx } = a.service;
   return {
     publicUrl,
