@@ -1,17 +1,14 @@
 import type { IdentityContext, Needs } from "../context.ts";
-import type { ProofFault } from "../infra/dpop-proofs.ts";
 import type { RateLimiter, RateLimitResult } from "../infra/rate-limit.ts";
 import { CLOCK_SKEW_MS, type SessionClaims, sealSessionToken } from "../infra/sealed-tokens.ts";
 import type { TokenOwner } from "../store/store.ts";
+import {
+  type HolderProof,
+  type HolderRefusal,
+  type PresentedProof,
+  refusalOfProof,
+} from "./holder-proofs.ts";
 import { hashKey, isWellFormedKey } from "./keys.ts";
-import type { VerifyOutcome } from "./usage-recorder.ts";
-
-/** A DPoP proof (RFC 9449) as a request carried it, with that request's method and URL. */
-export interface PresentedProof {
-  proof: string;
-  method: string;
-  url: string;
-}
 
 type MintResult =
   | {
@@ -109,24 +106,12 @@ export function sealFor(
   return { sessionToken, issuedAt, expiresAt };
 }
 
-/** A bound token whose request does not prove its holder: no proof, or why the proof fails. */
-export type HolderRefusal =
-  | { code: "SESSION_TOKEN_PROOF_REQUIRED" }
-  | { code: "SESSION_TOKEN_PROOF_INVALID"; description: string };
-
 type VerifyResult =
   | { ok: true; email: string; expiresAt: number; partnerId: string }
   | { ok: false; code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" }
   | { ok: false; code: "INVALID_SESSION_TOKEN"; partnerKeyId: string }
   | { ok: false; code: "SESSION_TOKEN_PROOF_REQUIRED"; partnerKeyId: string }
   | { ok: false; code: "SESSION_TOKEN_PROOF_INVALID"; partnerKeyId: string; description: string };
-
-/**
- * How the holder of a token bound to a key is proven: by the DPoP proof of the request the token
- * came with (`null`: that request carried none, which refuses the token), or not here at all
- * (`unchecked`: introspection, whose caller checks the proof itself against `cnf.jkt`).
- */
-export type HolderProof = PresentedProof | null | "unchecked";
 
 /**
  * What a partner learns from a session token: the email of the account that minted it, judged
@@ -256,42 +241,6 @@ async function judgeSessionToken(
   ctx.usage.record(partnerId, "success", now, owner.accountId);
   return { ok: true, claims, owner, partnerId };
 }
-
-/**
- * Why the request a token bound to the key `jkt` came with does not prove its holder (RFC 9449
- * section 7): it has no proof, or one for another method, URL, time or token (`ath`), signed by
- * another key, or used before; null: it does. The `jti` is spent last, once every other check
- * passed, in the store every instance shares: a proof captured at one partner is refused at all.
- */
-async function refusalOfProof(
-  ctx: Needs<"dpop">,
-  jkt: string,
-  sessionToken: string,
-  proof: PresentedProof | null,
-): Promise<{ refusal: HolderRefusal; outcome: VerifyOutcome } | null> {
-  if (!proof) {
-    return { refusal: { code: "SESSION_TOKEN_PROOF_REQUIRED" }, outcome: "proof_required" };
-  }
-  const checked = await ctx.dpop.verify(proof.proof, {
-    method: proof.method,
-    url: proof.url,
-    requireNonce: false,
-    accessToken: sessionToken,
-    boundTo: { jkt, holder: "token" },
-  });
-  if (checked.ok) return null;
-  return {
-    refusal: { code: "SESSION_TOKEN_PROOF_INVALID", description: checked.description },
-    outcome: PROOF_OUTCOMES[checked.fault],
-  };
-}
-
-/** A refused proof as a partner's usage counts it. */
-const PROOF_OUTCOMES = {
-  invalid: "proof_invalid",
-  replayed: "proof_replayed",
-  wrong_key: "proof_wrong_key",
-} as const satisfies Record<ProofFault, VerifyOutcome>;
 
 /**
  * Whether a token is within its life: not expired, issued no later than the clock skew allows,

@@ -1,11 +1,8 @@
 import { defineEndpoint } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../../context.ts";
-import {
-  type HolderProof,
-  type HolderRefusal,
-  introspectSessionToken,
-} from "../../../domain/session-tokens.ts";
+import type { HolderProof, HolderRefusal } from "../../../domain/holder-proofs.ts";
+import { introspectSessionToken } from "../../../domain/session-tokens.ts";
 import type { RateLimiter } from "../../../infra/rate-limit.ts";
 import { ERRORS, namingTheCheck } from "../../errors.ts";
 import {
