@@ -95,6 +95,10 @@ const ConfigSchema = z.object({
     .min(1)
     .max(300, "must be at most 300 (a session token lives 5 minutes)")
     .default(300),
+  /** An agent unused this many seconds expires (reactivated by its host); default 7 days. */
+  AGENT_IDLE_TTL: z.coerce.number().int().min(60).max(31_536_000).default(604_800),
+  /** An agent is revoked this many seconds after it was registered; default 90 days. */
+  AGENT_ABSOLUTE_LIFETIME: z.coerce.number().int().min(60).max(157_680_000).default(7_776_000),
   /** Days audit events are kept (`agentpass-server audit`, the account's security page). */
   AUDIT_RETENTION_DAYS: retentionDays(DEFAULT_RETENTION.auditDays),
   /** Days a partner's daily verify counts are kept. */
@@ -192,6 +196,8 @@ export interface Config extends DatabaseSettings {
   dataDir: string;
   databaseUrl: string | undefined;
   sessionTokenTtlSeconds: number;
+  /** AGENT_IDLE_TTL and AGENT_ABSOLUTE_LIFETIME, in seconds. */
+  agentLifetimes: { idleSeconds: number; absoluteSeconds: number };
   /** The *_RETENTION_DAYS settings: how long each kind of row is kept (`store/purge.ts`). */
   retention: Retention;
   publicUrl: string;
@@ -284,6 +290,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       databaseUrl: values.DATABASE_URL,
       ...toDatabaseSettings(values),
       sessionTokenTtlSeconds: values.SESSION_TOKEN_TTL_SECONDS,
+      agentLifetimes: {
+        idleSeconds: values.AGENT_IDLE_TTL,
+        absoluteSeconds: values.AGENT_ABSOLUTE_LIFETIME,
+      },
       retention: {
         auditDays: values.AUDIT_RETENTION_DAYS,
         usageDays: values.USAGE_RETENTION_DAYS,

@@ -1,10 +1,12 @@
 import type { KeyObject } from "node:crypto";
+import type { AgentLifetimes, AgentUseRecorder } from "./domain/agents.ts";
 import type { AuditTrail } from "./domain/audit.ts";
 import type { Clock } from "./domain/clock.ts";
 import type { KeyUsageRecorder } from "./domain/key-usage.ts";
 import type { SealingKeyRing } from "./domain/sealing-keys.ts";
 import type { UsageRecorder } from "./domain/usage-recorder.ts";
 import type { DpopVerifier } from "./infra/dpop-proofs.ts";
+import type { AgentStore } from "./store/agent-store.ts";
 import type { OAuthStore } from "./store/oauth-store.ts";
 import type { Store } from "./store/store.ts";
 import type { UsageStore } from "./store/usage-store.ts";
@@ -29,6 +31,16 @@ export interface IdentityContext {
    * under a key derived from the service's secret, so every instance accepts the same ones.
    */
   dpop: DpopVerifier;
+  /** Agents and their hosts (`domain/agents.ts`): never cached, so revocations hold at once. */
+  agents: AgentStore;
+  /** Agents' and hosts' last use, written in batches. */
+  agentUse: AgentUseRecorder;
+  agentLifetimes: AgentLifetimes;
+  /**
+   * One-time values (JWT `jti`s) spent where the rate limits count, shared by every instance:
+   * true the first time a key is seen within `ttlMs`.
+   */
+  seen: { seenOnce(key: string, ttlMs: number): Promise<boolean> };
   /**
    * Keys derived from the service's secret (`deriveServiceKey`), never in the database:
    * `shortCodes` keys the HMAC stored for sign-in codes and device user codes; `refreshTokens`

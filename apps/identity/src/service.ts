@@ -17,6 +17,7 @@ import {
 import type { Logger } from "pino";
 import type { Config } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
+import { createAgentUseRecorder } from "./domain/agents.ts";
 import { createAuditTrail } from "./domain/audit.ts";
 import { type Clock, systemClock } from "./domain/clock.ts";
 import { createKeyUsageRecorder } from "./domain/key-usage.ts";
@@ -34,6 +35,7 @@ import {
   createSqliteRateLimitStore,
   type RateLimitStore,
 } from "./infra/rate-limit.ts";
+import { createAgentStore } from "./store/agent-store.ts";
 import { createAuditStore } from "./store/audit-store.ts";
 import { createInstanceStore, type InstanceStore } from "./store/instance-store.ts";
 import { identityMigrations } from "./store/migrations.ts";
@@ -133,6 +135,10 @@ export async function openIdentityService(
     const rateLimitStore = openRateLimitStore(config, database, clock, (error) =>
       logger.warn({ err: error }, "rate-limit store unreachable; counting in memory meanwhile"),
     );
+    const agents = createAgentStore(database);
+    const agentUse = createAgentUseRecorder(agents, (error) =>
+      logger.warn({ err: error }, "could not record agent use"),
+    );
     const ctx: IdentityContext = {
       store,
       oauth: createOAuthStore(database),
@@ -144,6 +150,13 @@ export async function openIdentityService(
       audit: createAuditTrail(createAuditStore(database), logger, clock),
       sealingKeys,
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
+      agents,
+      agentUse,
+      agentLifetimes: {
+        idleMs: config.agentLifetimes.idleSeconds * 1000,
+        absoluteMs: config.agentLifetimes.absoluteSeconds * 1000,
+      },
+      seen: rateLimitStore,
       keys: serviceKeys(secret),
       dpop: createDpopVerifier({
         seen: rateLimitStore,
@@ -216,6 +229,7 @@ export async function openIdentityService(
         await purges?.stop();
         await ctx.audit.flush().catch(() => {});
         await keyUsage.close().catch(() => {});
+        await agentUse.close().catch(() => {});
         await usage.close().catch(() => {});
         await rateLimitStore.close();
         await database.close();

@@ -94,13 +94,13 @@ describe("usage recorder", () => {
           }
           if (flushAfter) {
             await usage.flush();
-            expected.push({ daily, activity });
+            expected.push({ daily, activity, agents: new Map() });
             daily = new Map();
             activity = new Map();
           }
         }
         await usage.close();
-        if (daily.size > 0) expected.push({ daily, activity });
+        if (daily.size > 0) expected.push({ daily, activity, agents: new Map() });
         assert.deepEqual(batches, expected);
       }),
     );

@@ -28,32 +28,52 @@ export async function startDeviceLogin(
   clientName: string,
   clientAddress: string,
 ) {
+  const { deviceCode, userCode, row } = drawDeviceCode(ctx, clientName, clientAddress, null);
+  await ctx.web.insertDeviceCode(row);
+  return { deviceCode, userCode, expiresIn: DEVICE_CODE_LIFETIME_S, interval: POLL_INTERVAL_S };
+}
+
+/**
+ * A new device code's row, and the codes it hides: the device code (only its hash is kept) and
+ * the user code (only its keyed hash). `agentId`: a code that approves an agent's registration
+ * (`domain/agents.ts`), whose device code is never handed out, so no login poll redeems it.
+ */
+export function drawDeviceCode(
+  ctx: Needs<"clock" | "keys">,
+  clientName: string,
+  clientAddress: string,
+  agentId: string | null,
+) {
   const deviceCode = randomSecret();
   const drawn = randomString(USER_CODE_ALPHABET, 8);
   const userCode = `${drawn.slice(0, 4)}-${drawn.slice(4)}`;
   const now = ctx.clock();
   const deviceHash = sha256(deviceCode);
-  await ctx.web.insertDeviceCode({
+  const row = {
     device_hash: deviceHash,
     // Not the code: whoever reads the row could approve it. See `IdentityDatabase`.
     user_code: deviceHash,
     user_code_hash: hashUserCode(ctx, userCode),
     client_name: displayableClientName(clientName),
     client_address: clientAddress,
-    status: "pending",
+    status: "pending" as const,
     account_id: null,
     created_at: now,
     expires_at: now + DEVICE_CODE_LIFETIME_S * 1000,
     last_polled_at: null,
-  });
-  return { deviceCode, userCode, expiresIn: DEVICE_CODE_LIFETIME_S, interval: POLL_INTERVAL_S };
+    agent_id: agentId,
+  };
+  return { deviceCode, userCode, row };
 }
+
+/** How long a device code lasts, and how often its device may poll, in seconds. */
+export const DEVICE_CODE_TIMES = { expiresIn: DEVICE_CODE_LIFETIME_S, interval: POLL_INTERVAL_S };
 
 /**
  * What is stored for a user code: 20^8 codes are few enough to try every one against a plain
  * hash, so the hash is keyed with a key that is not in the database.
  */
-function hashUserCode(ctx: Needs<"keys">, userCode: string): string {
+export function hashUserCode(ctx: Needs<"keys">, userCode: string): string {
   return keyedHash(ctx.keys.shortCodes, userCode);
 }
 
@@ -84,6 +104,8 @@ export async function findPendingDeviceLogin(
   if (typed === "") return null;
   const code = await ctx.web.findDeviceCodeByUserCodeHash(hashUserCode(ctx, typed));
   if (code?.status !== "pending" || code.expires_at <= ctx.clock()) return null;
+  // An agent's approval is decided as one (`domain/agents.ts`), never as a login.
+  if (code.agent_id) return null;
   return {
     userCode: typed,
     clientName: displayableClientName(code.client_name),

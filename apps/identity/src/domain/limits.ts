@@ -25,6 +25,9 @@ export function rateLimits(settings: RateLimitSettings) {
     // A client address's 30 codes' worth of 5 wrong tries each; failures only.
     signInFailuresPerIp: { limit: 150, windowMs: 15 * MINUTE },
     deviceCodesPerIp: { limit: 30, windowMs: 15 * MINUTE },
+    // Agent registrations (each a pending agent and an approval code) per client address: the
+    // device login's budget, as each is one.
+    agentRegistrationsPerIp: { limit: 30, windowMs: 15 * MINUTE },
     deviceCodeGuessesPerAccount: { limit: 20, windowMs: 15 * MINUTE },
     mintsPerUserKey: { limit: settings.mintsPerMinute, windowMs: MINUTE },
     // A client refreshes once per 5-minute token, a few times at once at most: 120 a minute is

@@ -2,6 +2,8 @@ import type { IdentityContext, Needs } from "../context.ts";
 import type { RateLimiter, RateLimitResult } from "../infra/rate-limit.ts";
 import { CLOCK_SKEW_MS, type SessionClaims, sealSessionToken } from "../infra/sealed-tokens.ts";
 import type { TokenOwner } from "../store/store.ts";
+import { isAgentJwt } from "./agent-jwt.ts";
+import { audienceOfResources, findActiveAgent, judgeAgentJwt } from "./agents.ts";
 import {
   type HolderProof,
   type HolderRefusal,
@@ -17,11 +19,19 @@ type MintResult =
       expiresAt: number;
       /** The thumbprint of the key the token is bound to; null: a bearer token. */
       jkt: string | null;
+      /** The agent that minted it (its JWT sent as `agent`); null: none. */
+      agent: { id: string; name: string } | null;
       limit: RateLimitResult;
     }
   | { ok: false; code: "RATE_LIMITED"; limit: RateLimitResult }
   | { ok: false; code: "INVALID_USER_KEY" | "REVOKED_USER_KEY" | "INVALID_AUDIENCE" }
-  | { ok: false; code: "INVALID_DPOP_PROOF"; description: string };
+  | { ok: false; code: "INVALID_DPOP_PROOF" | "INVALID_AGENT_JWT"; description: string };
+
+/** An agent minting as itself: its JWT (`aud` the issuer) and the issuer it must name. */
+interface MintingAgent {
+  jwt: string;
+  issuer: string;
+}
 
 /**
  * The partner a mint asks its token to be bound to (`partnerId`, or null for any partner), or
@@ -32,7 +42,8 @@ type RequestedAudience = { partnerId: string | null } | "malformed";
 
 /**
  * Trades a user key for a session token, optionally bound to one partner (`audience`), and to
- * the key of the request's DPoP `proof` when it carries one. Each mint by a working key counts
+ * the key of the request's DPoP `proof` when it carries one. With an `agent`'s JWT, the token
+ * names that agent (of the key's own person), and every verification of it checks the agent. Each mint by a working key counts
  * against `perUserKey`. The proof is judged last, after the key, so a caller without a working
  * key learns nothing from it, and its `jti` is spent only by a mint that passed everything else.
  * Writes nothing else: the token is sealed, and the key's last use is recorded in a later batch.
@@ -43,6 +54,7 @@ export async function mintSessionToken(
   audience: RequestedAudience,
   perUserKey: RateLimiter,
   proof: PresentedProof | null = null,
+  agent: MintingAgent | null = null,
 ): Promise<MintResult> {
   if (!isWellFormedKey("user", userKey)) return { ok: false, code: "INVALID_USER_KEY" };
   const checked = await ctx.store.beginHotRead();
@@ -66,6 +78,22 @@ export async function mintSessionToken(
     if (boundTo !== null && boundTo !== partnerId) return { ok: false, code: "INVALID_AUDIENCE" };
     boundTo = partnerId;
   }
+  let minter: { id: string; name: string } | null = null;
+  if (agent) {
+    const judged = await judgeAgentJwt(ctx, agent.jwt, (aud) => aud === agent.issuer);
+    if (!judged.ok) {
+      const description = judged.message.replace(/^Invalid JWT: /, "");
+      return { ok: false, code: "INVALID_AGENT_JWT", description };
+    }
+    if (judged.accountId !== key.ownerId) {
+      return {
+        ok: false,
+        code: "INVALID_AGENT_JWT",
+        description: "The agent acts for another person than this user key's",
+      };
+    }
+    minter = { id: judged.agent.id, name: judged.agent.name };
+  }
   const proven = proof
     ? await ctx.dpop.verify(proof.proof, {
         method: proof.method,
@@ -78,9 +106,9 @@ export async function mintSessionToken(
     return { ok: false, code: "INVALID_DPOP_PROOF", description: proven.description };
   }
   const jkt = proven?.jkt ?? null;
-  const { sessionToken, issuedAt, expiresAt } = sealFor(ctx, key, boundTo, jkt);
+  const { sessionToken, issuedAt, expiresAt } = sealFor(ctx, key, boundTo, jkt, minter?.id);
   ctx.keyUsage.record("user_keys", key.id, issuedAt);
-  return { ok: true, sessionToken, expiresAt, jkt, limit };
+  return { ok: true, sessionToken, expiresAt, jkt, agent: minter, limit };
 }
 
 /**
@@ -92,6 +120,7 @@ export function sealFor(
   key: { id: string; ownerId: string },
   audience: string | null,
   jkt?: string | null,
+  agentId?: string,
 ) {
   const issuedAt = ctx.clock();
   const expiresAt = issuedAt + ctx.sessionTokenTtlMs;
@@ -102,12 +131,16 @@ export function sealFor(
     expiresAt,
     audience,
     ...(jkt && { jkt }),
+    ...(agentId && { agentId }),
   });
   return { sessionToken, issuedAt, expiresAt };
 }
 
+/** The agent a token or JWT acts as, as a partner learns it. */
+type ActingAgent = { id: string; name: string };
+
 type VerifyResult =
-  | { ok: true; email: string; expiresAt: number; partnerId: string }
+  | { ok: true; email: string; expiresAt: number; partnerId: string; agent: ActingAgent | null }
   | { ok: false; code: "INVALID_PARTNER_KEY" | "REVOKED_PARTNER_KEY" }
   | { ok: false; code: "INVALID_SESSION_TOKEN"; partnerKeyId: string }
   | { ok: false; code: "SESSION_TOKEN_PROOF_REQUIRED"; partnerKeyId: string }
@@ -124,6 +157,7 @@ export async function verifySessionToken(
   sessionToken: string,
   proof: PresentedProof | null = null,
 ): Promise<VerifyResult> {
+  if (isAgentJwt(sessionToken)) return verifyAgentJwt(ctx, partnerKey, sessionToken);
   const judged = await judgeSessionToken(ctx, partnerKey, sessionToken, proof);
   if (!judged.ok) return judged;
   return {
@@ -131,6 +165,38 @@ export async function verifySessionToken(
     email: judged.owner.email,
     expiresAt: judged.claims.expiresAt,
     partnerId: judged.partnerId,
+    agent: judged.agent,
+  };
+}
+
+/**
+ * An agent's own JWT (Agent Auth Protocol section 4.3) sent where a session token goes: judged
+ * with its `aud` one of the partner's resource URLs (by origin), used once on every instance.
+ * Every fault is the uniform INVALID_SESSION_TOKEN, as for a session token.
+ */
+async function verifyAgentJwt(
+  ctx: IdentityContext,
+  partnerKey: string,
+  jwt: string,
+): Promise<VerifyResult> {
+  const judgedKey = await judgePartnerKey(ctx, partnerKey);
+  if (!judgedKey.ok) return judgedKey;
+  const { partner, partnerId } = judgedKey;
+  const resources = await ctx.oauth.resourcesOf(partnerId);
+  const verdict = await judgeAgentJwt(ctx, jwt, audienceOfResources(resources));
+  const now = ctx.clock();
+  if (!verdict.ok) {
+    ctx.usage.record(partnerId, "invalid_token", now);
+    return { ok: false, code: "INVALID_SESSION_TOKEN", partnerKeyId: partner.id };
+  }
+  const { agent } = verdict;
+  ctx.usage.record(partnerId, "success", now, verdict.accountId, agent.id);
+  return {
+    ok: true,
+    email: verdict.email,
+    expiresAt: verdict.claims.exp * 1000,
+    partnerId,
+    agent: { id: agent.id, name: agent.name },
   };
 }
 
@@ -151,6 +217,8 @@ type IntrospectionResult =
       expiresAt: number;
       /** The thumbprint of the key the token is bound to (RFC 9449 `cnf.jkt`); null: bearer. */
       jkt: string | null;
+      /** The agent that minted the token; null: none. */
+      agent: ActingAgent | null;
     };
 
 /**
@@ -187,11 +255,18 @@ export async function introspectSessionToken(
     issuedAt: judged.claims.issuedAt,
     expiresAt: judged.claims.expiresAt,
     jkt: judged.claims.jkt ?? null,
+    agent: judged.agent,
   };
 }
 
 type Judged =
-  | { ok: true; claims: SessionClaims; owner: TokenOwner; partnerId: string }
+  | {
+      ok: true;
+      claims: SessionClaims;
+      owner: TokenOwner;
+      partnerId: string;
+      agent: ActingAgent | null;
+    }
   | Extract<VerifyResult, { ok: false }>;
 
 /**
@@ -206,19 +281,9 @@ async function judgeSessionToken(
   sessionToken: string,
   proof: HolderProof,
 ): Promise<Judged> {
-  if (!isWellFormedKey("partner", partnerKey)) return { ok: false, code: "INVALID_PARTNER_KEY" };
-  const checked = await ctx.store.beginHotRead();
-  const partner = await ctx.store.findKeyByHash(checked, "partner_keys", hashKey(partnerKey));
-  if (!partner) return { ok: false, code: "INVALID_PARTNER_KEY" };
-  const now = ctx.clock();
-  const partnerId = partner.ownerId;
-  // A suspended partner's keys answer as revoked: the spec's 403 for a key that no longer works.
-  if (partner.revokedAt !== null || (partner.suspendedAt ?? null) !== null) {
-    ctx.usage.record(partnerId, "revoked_partner_key", now);
-    return { ok: false, code: "REVOKED_PARTNER_KEY" };
-  }
-
-  ctx.keyUsage.record("partner_keys", partner.id, now);
+  const judgedKey = await judgePartnerKey(ctx, partnerKey);
+  if (!judgedKey.ok) return judgedKey;
+  const { checked, partner, partnerId, now } = judgedKey;
   const claims = ctx.sealingKeys.open(sessionToken);
   // The owner is read whatever the token's fault, so every refusal does the same work: its time
   // does not tell a forged token from a real one that is expired, revoked or bound elsewhere.
@@ -231,6 +296,15 @@ async function judgeSessionToken(
     ctx.usage.record(partnerId, "invalid_token", now);
     return { ok: false, code: "INVALID_SESSION_TOKEN", partnerKeyId: partner.id };
   }
+  // An agent's token holds while its agent does: read on every verification, so revoking the
+  // agent (or its host) holds on the next request, on every instance.
+  const agent = claims.agentId
+    ? ((await findActiveAgent(ctx, claims.agentId, owner.accountId)) ?? "gone")
+    : null;
+  if (agent === "gone") {
+    ctx.usage.record(partnerId, "invalid_token", now);
+    return { ok: false, code: "INVALID_SESSION_TOKEN", partnerKeyId: partner.id };
+  }
   if (claims.jkt && proof !== "unchecked") {
     const refused = await refusalOfProof(ctx, claims.jkt, sessionToken, proof);
     if (refused) {
@@ -238,8 +312,29 @@ async function judgeSessionToken(
       return { ok: false, partnerKeyId: partner.id, ...refused.refusal };
     }
   }
-  ctx.usage.record(partnerId, "success", now, owner.accountId);
-  return { ok: true, claims, owner, partnerId };
+  ctx.usage.record(partnerId, "success", now, owner.accountId, agent?.id);
+  return { ok: true, claims, owner, partnerId, agent };
+}
+
+/**
+ * A partner key, judged as every partner endpoint judges it: unknown (invalid), then revoked or
+ * its partner suspended (answered as revoked: the spec's 403 for a key that no longer works).
+ * A working key's use is recorded.
+ */
+export async function judgePartnerKey(ctx: IdentityContext, partnerKey: string) {
+  if (!isWellFormedKey("partner", partnerKey))
+    return { ok: false as const, code: "INVALID_PARTNER_KEY" as const };
+  const checked = await ctx.store.beginHotRead();
+  const partner = await ctx.store.findKeyByHash(checked, "partner_keys", hashKey(partnerKey));
+  if (!partner) return { ok: false as const, code: "INVALID_PARTNER_KEY" as const };
+  const now = ctx.clock();
+  const partnerId = partner.ownerId;
+  if (partner.revokedAt !== null || (partner.suspendedAt ?? null) !== null) {
+    ctx.usage.record(partnerId, "revoked_partner_key", now);
+    return { ok: false as const, code: "REVOKED_PARTNER_KEY" as const };
+  }
+  ctx.keyUsage.record("partner_keys", partner.id, now);
+  return { ok: true as const, checked, partner, partnerId, now };
 }
 
 /**

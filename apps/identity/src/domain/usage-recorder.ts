@@ -35,6 +35,8 @@ interface Tally {
   daily: Map<string, Map<string, Outcomes>>;
   /** account id → partner id → first, last and count of successful verifications */
   activity: Map<string, Map<string, Use>>;
+  /** agent id → partner id → the same, for verifications of an agent's token or JWT */
+  agents: Map<string, Map<string, Use>>;
 }
 
 const DAY_MS = 86_400_000;
@@ -56,6 +58,7 @@ export function createUsageRecorder(store: UsageStore, onError: (error: unknown)
   let day = { start: 0, end: 0, name: "" };
 
   async function write(): Promise<void> {
+    // An agent's use is counted with its person's, so `activity` holds something whenever it does.
     if (tally.daily.size === 0 && tally.activity.size === 0 && !failed) return;
     const pending = failed ? merge(failed, batchOf(tally)) : batchOf(tally);
     tally = newTally();
@@ -86,19 +89,23 @@ export function createUsageRecorder(store: UsageStore, onError: (error: unknown)
   timer.unref();
 
   return {
-    record(partnerId: string, outcome: VerifyOutcome, at: number, accountId?: string): void {
+    /**
+     * One verification by `partnerId`; a success names the person (`accountId`) whose email it
+     * learned, and the agent (`agentId`) when an agent's token or JWT was verified.
+     */
+    record(
+      partnerId: string,
+      outcome: VerifyOutcome,
+      at: number,
+      accountId?: string,
+      agentId?: string,
+    ): void {
       const name = dayOf(at);
       const outcomes = entryOf(entryOf(tally.daily, name, newMap<Outcomes>), partnerId, noOutcomes);
       outcomes[outcome]++;
       if (!accountId) return;
-      const used = entryOf(tally.activity, accountId, newMap<Use>);
-      const seen = used.get(partnerId);
-      if (seen) {
-        seen.count++;
-        seen.last = at;
-      } else {
-        used.set(partnerId, { first: at, last: at, count: 1 });
-      }
+      countUse(entryOf(tally.activity, accountId, newMap<Use>), partnerId, at);
+      if (agentId) countUse(entryOf(tally.agents, agentId, newMap<Use>), partnerId, at);
     },
     flush,
     async close(): Promise<void> {
@@ -106,6 +113,16 @@ export function createUsageRecorder(store: UsageStore, onError: (error: unknown)
       await flush();
     },
   };
+}
+
+function countUse(used: Map<string, Use>, partnerId: string, at: number): void {
+  const seen = used.get(partnerId);
+  if (seen) {
+    seen.count++;
+    seen.last = at;
+  } else {
+    used.set(partnerId, { first: at, last: at, count: 1 });
+  }
 }
 
 /** The value of `key` in `map`, made and added first if it has none. */
@@ -135,12 +152,12 @@ function noOutcomes(): Outcomes {
 }
 
 function newTally(): Tally {
-  return { daily: new Map(), activity: new Map() };
+  return { daily: new Map(), activity: new Map(), agents: new Map() };
 }
 
 /** The tally as the store takes it: `partnerId|day|outcome` and `accountId|partnerId` keys. */
 function batchOf(tally: Tally): UsageBatch {
-  const batch: UsageBatch = { daily: new Map(), activity: new Map() };
+  const batch: UsageBatch = { daily: new Map(), activity: new Map(), agents: new Map() };
   for (const [day, partners] of tally.daily) {
     for (const [partnerId, outcomes] of partners) {
       for (const outcome in outcomes) {
@@ -152,6 +169,9 @@ function batchOf(tally: Tally): UsageBatch {
   for (const [accountId, used] of tally.activity) {
     for (const [partnerId, use] of used) batch.activity.set(`${accountId}|${partnerId}`, use);
   }
+  for (const [agentId, used] of tally.agents) {
+    for (const [partnerId, use] of used) batch.agents.set(`${agentId}|${partnerId}`, use);
+  }
   return batch;
 }
 
@@ -160,15 +180,17 @@ function merge(earlier: UsageBatch, later: UsageBatch): UsageBatch {
   for (const [key, count] of later.daily) {
     earlier.daily.set(key, (earlier.daily.get(key) ?? 0) + count);
   }
-  for (const [key, use] of later.activity) {
-    const seen = earlier.activity.get(key);
-    if (!seen) {
-      earlier.activity.set(key, use);
-      continue;
+  for (const uses of ["activity", "agents"] as const) {
+    for (const [key, use] of later[uses]) {
+      const seen = earlier[uses].get(key);
+      if (!seen) {
+        earlier[uses].set(key, use);
+        continue;
+      }
+      seen.count += use.count;
+      seen.first = Math.min(seen.first, use.first);
+      seen.last = Math.max(seen.last, use.last);
     }
-    seen.count += use.count;
-    seen.first = Math.min(seen.first, use.first);
-    seen.last = Math.max(seen.last, use.last);
   }
   return earlier;
 }

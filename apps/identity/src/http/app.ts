@@ -25,6 +25,7 @@ import {
 } from "../infra/fetch-public-document.ts";
 import type { Mailer } from "../infra/mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "../infra/rate-limit.ts";
+import { agentAuthEndpoints } from "./api/agent-auth.ts";
 import { deviceEndpoints } from "./api/device.ts";
 import { directoryEndpoint } from "./api/directory.ts";
 import { deviceFlow } from "./api/oauth/device-flow.ts";
@@ -32,6 +33,7 @@ import { oauthEndpoints } from "./api/oauth/index.ts";
 import { sessionTokensEndpoint } from "./api/session-tokens.ts";
 import { verifyEndpoint } from "./api/verify.ts";
 import { accountPages } from "./pages/account.ts";
+import { agentRoutes } from "./pages/agents.ts";
 import { connectedAppRoutes } from "./pages/connected-apps.ts";
 import { AUTHORIZE_PAGE, consentPages } from "./pages/consent.ts";
 import { deviceRoutes } from "./pages/device.ts";
@@ -139,6 +141,10 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     verifyEndpoint(ctx, { perPartnerKey: limiter("failedVerifiesPerPartnerKey"), badKeysPerIp }),
     sessionTokensEndpoint(ctx, publicUrl, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp }),
     directoryEndpoint(ctx),
+    ...agentAuthEndpoints(ctx, publicUrl, {
+      registrationsPerIp: limiter("agentRegistrationsPerIp"),
+      badKeysPerIp,
+    }),
     ...deviceEndpoints(deviceLogins),
     ...oauthEndpoints(
       ctx,
@@ -187,6 +193,7 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     }),
     ...accountPages(ctx, guard, publicUrl, install),
     ...connectedAppRoutes(ctx, guard),
+    ...agentRoutes(ctx, guard),
     ...securityLogPages(ctx, guard),
     ...partnerPages(ctx, guard, fetchDocument, publicUrl, install),
     ...consentPages(ctx, guard, oauth),

@@ -24,6 +24,8 @@ export const ERRORS = {
     // Both answered as "Invalid DPoP proof: <the check that failed>" (`namingTheCheck`).
     session_token_proof_invalid: { status: 401, message: "Invalid DPoP proof" },
     dpop_proof_invalid: { status: 401, message: "Invalid DPoP proof" },
+    // Answered as "Invalid agent JWT: <the check that failed>" (`namingTheCheck`).
+    agent_jwt_invalid: { status: 401, message: "Invalid agent JWT" },
     user_key_missing_or_invalid: { status: 401, message: "Missing or invalid user key" },
     user_key_missing: { status: 401, message: "Missing user key" },
     user_key_invalid: { status: 401, message: "Invalid user key" },

@@ -51,6 +51,8 @@ export interface SessionClaims {
    * `cnf.jkt`): it is good only with a proof signed by that key. Absent: a bearer token.
    */
   jkt?: string;
+  /** The agent that minted the token (`agt_…`, `domain/agents.ts`); absent: no agent. */
+  agentId?: string;
 }
 
 const SESSION_TOKEN_PREFIX = "aps_";
@@ -63,10 +65,13 @@ const TIME_LENGTH = 6;
 const PAYLOAD_LENGTH = UUID_LENGTH * 2 + TIME_LENGTH * 2 + 1;
 const MIN_LENGTH = HEADER_LENGTH + SALT_LENGTH + PAYLOAD_LENGTH + TAG_LENGTH;
 const JKT_LENGTH = 32;
-const MAX_LENGTH = MIN_LENGTH + UUID_LENGTH + JKT_LENGTH;
-/** The payload's last fixed byte: which optional fields follow (audience, then jkt). */
+const AGENT_LENGTH = 16;
+const MAX_LENGTH = MIN_LENGTH + UUID_LENGTH + JKT_LENGTH + AGENT_LENGTH;
+/** The payload's last fixed byte: which optional fields follow (audience, jkt, then agent). */
 const HAS_AUDIENCE = 1;
 const HAS_JKT = 2;
+const HAS_AGENT = 4;
+const AGENT_ID = /^agt_[A-Za-z0-9_-]{22}$/;
 const JKT = /^[A-Za-z0-9_-]{43}$/;
 const MAX_TOKEN_CHARS = SESSION_TOKEN_PREFIX.length + Math.ceil((MAX_LENGTH * 4) / 3);
 const KDF_LABEL = Buffer.from("agentpass session token v1");
@@ -141,34 +146,45 @@ function deriveTokenKey(key: SealingKey, salt: Buffer): KeyObject {
 }
 
 /**
- * The payload: key id, account id, issued, expires, a flags byte, then the audience and the jkt
- * when their flag is set. A token without a jkt is byte for byte what it was before jkt existed
- * (flags 0 or 1), so the releases beside this one open each other's bearer tokens; a bound token
- * (flag 2) does not open in a release that does not know it, which refuses it rather than
- * taking it for a bearer token.
+ * The payload: key id, account id, issued, expires, a flags byte, then the audience, the jkt and
+ * the agent id (16 bytes) when their flag is set. A token without a jkt or agent is byte for
+ * byte what it was before they existed (flags 0 or 1), so the releases beside this one open each
+ * other's bearer tokens; a bound or agent's token (flag 2 or 4) does not open in a release that
+ * does not know it, which refuses it rather than taking it for a plain bearer token.
  */
 function encodeClaims(claims: SessionClaims): Buffer {
   if (claims.jkt !== undefined && !JKT.test(claims.jkt)) throw new Error("malformed jkt");
+  if (claims.agentId !== undefined && !AGENT_ID.test(claims.agentId)) {
+    throw new Error("malformed agent id");
+  }
   const out = Buffer.alloc(
-    PAYLOAD_LENGTH + (claims.audience ? UUID_LENGTH : 0) + (claims.jkt ? JKT_LENGTH : 0),
+    PAYLOAD_LENGTH +
+      (claims.audience ? UUID_LENGTH : 0) +
+      (claims.jkt ? JKT_LENGTH : 0) +
+      (claims.agentId ? AGENT_LENGTH : 0),
   );
   let offset = writeUuid(out, claims.userKeyId, 0);
   offset = writeUuid(out, claims.accountId, offset);
   offset = out.writeUIntBE(claims.issuedAt, offset, TIME_LENGTH);
   offset = out.writeUIntBE(claims.expiresAt, offset, TIME_LENGTH);
-  const flags = (claims.audience ? HAS_AUDIENCE : 0) | (claims.jkt ? HAS_JKT : 0);
+  const flags =
+    (claims.audience ? HAS_AUDIENCE : 0) |
+    (claims.jkt ? HAS_JKT : 0) |
+    (claims.agentId ? HAS_AGENT : 0);
   offset = out.writeUInt8(flags, offset);
   if (claims.audience) offset = writeUuid(out, claims.audience, offset);
-  if (claims.jkt) out.write(claims.jkt, offset, JKT_LENGTH, "base64url");
+  if (claims.jkt) offset += out.write(claims.jkt, offset, JKT_LENGTH, "base64url");
+  if (claims.agentId) out.write(claims.agentId.slice(4), offset, AGENT_LENGTH, "base64url");
   return out;
 }
 
 function decodeClaims(payload: Buffer): SessionClaims | null {
   const flags = payload.readUInt8(PAYLOAD_LENGTH - 1);
-  if ((flags & ~(HAS_AUDIENCE | HAS_JKT)) !== 0) return null;
+  if ((flags & ~(HAS_AUDIENCE | HAS_JKT | HAS_AGENT)) !== 0) return null;
   const audienceLength = flags & HAS_AUDIENCE ? UUID_LENGTH : 0;
   const jktLength = flags & HAS_JKT ? JKT_LENGTH : 0;
-  if (payload.length !== PAYLOAD_LENGTH + audienceLength + jktLength) return null;
+  const agentLength = flags & HAS_AGENT ? AGENT_LENGTH : 0;
+  if (payload.length !== PAYLOAD_LENGTH + audienceLength + jktLength + agentLength) return null;
   const claims: SessionClaims = {
     userKeyId: readUuid(payload, 0),
     accountId: readUuid(payload, UUID_LENGTH),
@@ -179,6 +195,10 @@ function decodeClaims(payload: Buffer): SessionClaims | null {
   if (jktLength) {
     const start = PAYLOAD_LENGTH + audienceLength;
     claims.jkt = payload.toString("base64url", start, start + JKT_LENGTH);
+  }
+  if (agentLength) {
+    const start = PAYLOAD_LENGTH + audienceLength + jktLength;
+    claims.agentId = `agt_${payload.toString("base64url", start, start + AGENT_LENGTH)}`;
   }
   return claims;
 }

@@ -1,5 +1,6 @@
 import type { Engine } from "@agentpass/db";
 import { type Migration, sql } from "kysely";
+import { createAgentTables } from "./migrations/agents.ts";
 import type { AnyDb } from "./migrations/any-db.ts";
 import { createAuditEvents } from "./migrations/audit-events.ts";
 import { foldAuditRepeats } from "./migrations/audit-folding.ts";
@@ -158,4 +159,5 @@ export const identityMigrations = (engine: Engine): Record<string, Migration> =>
       );
     },
   },
+  "0018_agents": { up: (db: AnyDb) => createAgentTables(db) },
 });

@@ -174,6 +174,38 @@ export function createOperatorStore(database: StoreDatabase<IdentityDatabase>) {
           .where("account_id", "=", accountId)
           .orderBy("first_at")
           .execute(),
+        // Each agent with its host and the partners that saw it: public keys and names only.
+        agents: await reads
+          .selectFrom("agents")
+          .innerJoin("agent_hosts", "agent_hosts.id", "agents.host_id")
+          .leftJoin("agent_activity", "agent_activity.agent_id", "agents.id")
+          .select([
+            "agents.id",
+            "agents.name",
+            "agents.status",
+            "agents.public_jwk",
+            "agents.created_at",
+            "agents.activated_at",
+            "agents.last_used_at",
+            "agents.revoked_at",
+            "agent_hosts.id as host_id",
+            "agent_hosts.name as host_name",
+            "agent_hosts.public_jwk as host_public_jwk",
+            "agent_hosts.status as host_status",
+            "agent_activity.partner_id",
+            "agent_activity.first_at as partner_first_at",
+            "agent_activity.last_at as partner_last_at",
+            "agent_activity.count as partner_count",
+          ])
+          .where((eb) =>
+            eb.or([
+              eb("agents.account_id", "=", accountId),
+              eb("agent_hosts.account_id", "=", accountId),
+            ]),
+          )
+          .orderBy("agents.created_at")
+          .orderBy("agents.id")
+          .execute(),
         device_codes: await reads
           .selectFrom("device_codes")
           .select(["client_name", "client_address", "status", "created_at", "expires_at"])

@@ -86,6 +86,21 @@ export const PERSONAL_TABLES = {
     deletion: { kind: "cascade", from: "accounts" },
     exportedIn: ["device_codes"],
   },
+  agent_hosts: {
+    tiedBy: "account_id, once its person approved an agent on it",
+    deletion: { kind: "cascade", from: "accounts" },
+    exportedIn: ["agents"],
+  },
+  agents: {
+    tiedBy: "account_id, once approved; host_id → agent_hosts.account_id",
+    deletion: { kind: "cascade", from: "agent_hosts" },
+    exportedIn: ["agents"],
+  },
+  agent_activity: {
+    tiedBy: "agent_id → agents.account_id (the partners that saw each agent)",
+    deletion: { kind: "cascade", from: "agents" },
+    exportedIn: ["agents"],
+  },
   oauth_codes: {
     tiedBy: "account_id",
     deletion: { kind: "column", column: "account_id" },

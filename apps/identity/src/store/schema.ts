@@ -114,6 +114,11 @@ export interface IdentityDatabase {
     created_at: number;
     expires_at: number;
     last_polled_at: number | null;
+    /**
+     * The agent this code approves (migration 0018) instead of a CLI login; null: a login. Its
+     * device code is never given out, so no login poll can redeem it.
+     */
+    agent_id?: string | null;
   };
   oauth_clients: {
     client_id: string;
@@ -163,6 +168,48 @@ export interface IdentityDatabase {
     row_id: string;
     secret_hash: string | null;
     at: number;
+  };
+  /** A person's client environment (migration 0018): its key, known by the key's thumbprint. */
+  agent_hosts: {
+    id: string;
+    /** The person it is linked to, by their first approval of one of its agents; null: none yet. */
+    account_id: string | null;
+    /** What the host calls itself: its own words, shown as data. */
+    name: string | null;
+    /** RFC 7638 thumbprint (SHA-256, base64url) of its current public key: its JWTs' `iss`. */
+    thumbprint: string;
+    /** The public Ed25519 JWK (JSON). */
+    public_jwk: string;
+    status: "pending" | "active" | "revoked" | "rejected";
+    created_at: number;
+    updated_at: number;
+    last_used_at: number | null;
+    revoked_at: number | null;
+  };
+  /**
+   * An agent (migration 0018): its own key under a host. `status` is as stored; an active agent
+   * idle or past its lifetime is expired or revoked as `domain/agents.ts` reads it.
+   */
+  agents: {
+    id: string;
+    host_id: string;
+    account_id: string | null;
+    name: string;
+    thumbprint: string;
+    public_jwk: string;
+    status: "pending" | "active" | "revoked" | "rejected";
+    created_at: number;
+    activated_at: number | null;
+    last_used_at: number | null;
+    revoked_at: number | null;
+  };
+  /** Which partners verified which agent, when first and last, how often (migration 0018). */
+  agent_activity: {
+    agent_id: string;
+    partner_id: string;
+    first_at: number;
+    last_at: number;
+    count: number;
   };
   partner_activity: {
     account_id: string;

@@ -7,6 +7,8 @@ export interface UsageBatch {
   daily: Map<string, number>;
   /** `accountId|partnerId` → first, last and count of successful verifications */
   activity: Map<string, { first: number; last: number; count: number }>;
+  /** `agentId|partnerId` → the same, for an agent's verifications */
+  agents: Map<string, { first: number; last: number; count: number }>;
 }
 
 /** Usage counters: per partner and day by outcome, and which partners learned whose email. */
@@ -62,6 +64,32 @@ export function createUsageStore(
               oc.columns(["account_id", "partner_id"]).doUpdateSet((eb) => ({
                 last_at: eb.ref("excluded.last_at"),
                 count: eb("partner_activity.count", "+", eb.ref("excluded.count")),
+              })),
+            )
+            .execute();
+        }
+        for (const [key, seen] of [...batch.agents].sort(byKey)) {
+          const [agentId = "", partnerId = ""] = key.split("|");
+          const exists = await trx
+            .selectFrom("agents")
+            .innerJoin("partners", (join) => join.on("partners.id", "=", partnerId))
+            .select("agents.id")
+            .where("agents.id", "=", agentId)
+            .executeTakeFirst();
+          if (!exists) continue;
+          await trx
+            .insertInto("agent_activity")
+            .values({
+              agent_id: agentId,
+              partner_id: partnerId,
+              first_at: seen.first,
+              last_at: seen.last,
+              count: seen.count,
+            })
+            .onConflict((oc) =>
+              oc.columns(["agent_id", "partner_id"]).doUpdateSet((eb) => ({
+                last_at: eb.ref("excluded.last_at"),
+                count: eb("agent_activity.count", "+", eb.ref("excluded.count")),
               })),
             )
             .execute();

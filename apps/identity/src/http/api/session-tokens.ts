@@ -16,7 +16,15 @@ import { ERRORS, unauthorizedNaming } from "../errors.ts";
 /** What `MintRequest` makes of an audience that is not a partner id: judged after the key. */
 const MALFORMED = "malformed";
 
+/** An agent's JWT: more than any JWT an agent signs. */
+const MAX_AGENT_JWT_CHARS = 8192;
+
 const MintRequest = z.object({
+  agent: z.string().max(MAX_AGENT_JWT_CHARS).optional().catch(MALFORMED).meta({
+    description:
+      "An agent's JWT (Agent Auth Protocol `agent+jwt`, `aud` this service's issuer) when the agent mints as itself: the token names the agent, and partners learn `agent: {id, name}` beside the email. The agent must be the user key's own person's",
+    example: "eyJ0eXAiOiJhZ2VudCtqd3QiLCJhbGciOiJFZERTQSJ9…",
+  }),
   audience: z
     .uuid()
     .nullish()
@@ -34,6 +42,10 @@ const MintRequest = z.object({
 const MintResponse = z.object({
   sessionToken: z.string().meta({ description: "Opaque token starting with aps_" }),
   expiresAt: z.iso.datetime().meta({ description: "When the token stops verifying" }),
+  agent: z
+    .object({ id: z.string(), name: z.string() })
+    .optional()
+    .meta({ description: "The agent the token names, when it was minted with `agent`" }),
   tokenType: z.literal("DPoP").optional().meta({
     description:
       "Present when the request carried a DPoP proof: the token is bound to its key, and is sent as `Authorization: DPoP` with a fresh proof for each request",
@@ -48,6 +60,7 @@ const REFUSALS = {
   REVOKED_USER_KEY: new HttpError(ERRORS.user_key_revoked),
   INVALID_AUDIENCE: new HttpError(ERRORS.audience_invalid),
 } as const;
+// (INVALID_AGENT_JWT and INVALID_DPOP_PROOF name the check that failed: `unauthorizedNaming`.)
 
 interface MintLimits {
   /** Mints per working user key. */
@@ -114,6 +127,7 @@ export function sessionTokensEndpoint(
       ERRORS.user_key_invalid,
       ERRORS.user_key_revoked,
       ERRORS.dpop_proof_invalid,
+      ERRORS.agent_jwt_invalid,
       ERRORS.rate_limited,
     ],
     admit(request) {
@@ -132,13 +146,23 @@ export function sessionTokensEndpoint(
       const header = request.header("dpop");
       const proof =
         header === undefined ? null : { proof: header.trim(), method: "POST", url: mintUrl };
-      const result = await mintSessionToken(ctx, userKey, audience, limits.perUserKey, proof);
+      // A malformed `agent` is judged like any bad JWT: after the key, never before it.
+      const agent = body.agent === undefined ? null : { jwt: body.agent, issuer: publicUrl };
+      const result = await mintSessionToken(
+        ctx,
+        userKey,
+        audience,
+        limits.perUserKey,
+        proof,
+        agent,
+      );
       if (result.ok) {
         return {
           status: 201,
           body: {
             sessionToken: result.sessionToken,
             expiresAt: isoTime(result.expiresAt),
+            ...(result.agent && { agent: result.agent }),
             ...(result.jkt && { tokenType: "DPoP" }),
           },
           headers: { "Cache-Control": "no-store", ...rateLimitHeaders(result.limit) },
@@ -147,6 +171,9 @@ export function sessionTokensEndpoint(
       if (result.code === "RATE_LIMITED") return tooManyRequests(result.limit);
       if (result.code === "INVALID_DPOP_PROOF") {
         return unauthorizedNaming(ERRORS.dpop_proof_invalid, result.description);
+      }
+      if (result.code === "INVALID_AGENT_JWT") {
+        return unauthorizedNaming(ERRORS.agent_jwt_invalid, result.description);
       }
       if (result.code === "INVALID_USER_KEY" || result.code === "REVOKED_USER_KEY") {
         const limited = await limits.badKeysPerIp.take(request.clientIp());

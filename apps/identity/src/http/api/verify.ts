@@ -41,14 +41,25 @@ const DpopRequest = z
   });
 
 const VerifyRequest = z.object({
-  sessionToken: z
-    .string()
-    .min(1)
-    .meta({ description: "The token the agent sent", example: "aps_…" }),
+  sessionToken: z.string().min(1).meta({
+    description:
+      "The token the agent sent: a session token (`aps_…`), or an agent's own JWT (Agent Auth Protocol `agent+jwt`, whose `aud` is one of this partner's resource URLs; each is accepted once)",
+    example: "aps_…",
+  }),
   dpop: DpopRequest.optional(),
 });
 const VerifyResponse = z.object({
   email: z.string().meta({ description: "The verified login email", example: "ada@example.com" }),
+  agent: z
+    .object({
+      id: z.string().meta({ example: "agt_3kT9xQ2mZ0aB4cD5eF6gH7" }),
+      name: z.string().meta({ description: "The agent's own name, as its person approved it" }),
+    })
+    .optional()
+    .meta({
+      description:
+        "The agent acting for the person, for an agent's JWT or a token an agent minted; absent otherwise, so a token without an agent answers exactly `{email}`",
+    }),
 });
 const TOKEN_EXPIRES_HEADER = "AgentPass-Token-Expires-At";
 
@@ -147,7 +158,7 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
       if (result.ok) {
         return {
           status: 200,
-          body: { email: result.email },
+          body: { email: result.email, ...(result.agent && { agent: result.agent }) },
           headers: {
             "Cache-Control": "no-store",
             [TOKEN_EXPIRES_HEADER]: isoTime(result.expiresAt),

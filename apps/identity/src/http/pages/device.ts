@@ -3,12 +3,14 @@ import type { IdentityContext } from "../../context.ts";
 import {
   decideDeviceLogin,
   findPendingDeviceLogin,
+  hashUserCode,
   isSameNetwork,
   networkOf,
   normalizeUserCode,
   type PendingDeviceLogin,
 } from "../../domain/device-login.ts";
 import type { RateLimiter } from "../../infra/rate-limit.ts";
+import type { PendingAgentApproval } from "../../store/agent-store.ts";
 import { byPerson } from "../web/audit.ts";
 import { notice } from "../web/flash.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
@@ -63,6 +65,13 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
       if (web.flash?.kind === "device-code") {
         const pending = await findPendingDeviceLogin(ctx, web.flash.userCode);
         if (pending) return devicePage(web, confirmation(web, pending, request.clientAddress()));
+        const agent = await findPendingAgent(web.flash.userCode);
+        if (agent) {
+          return devicePage(
+            web,
+            agentConfirmation(web, agent, web.flash.userCode, request.clientAddress()),
+          );
+        }
         return devicePage(web, codeForm(web.csrf, EXPIRED));
       }
       const fromLink = request.query.has("code");
@@ -88,8 +97,15 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
         return decide(request, web, typed, decision === "approve");
       }
       const pending = typed ? await findPendingDeviceLogin(ctx, typed) : null;
-      if (!pending) return devicePage(web, codeForm(web.csrf, NO_SUCH_CODE), 404);
-      return guard.seeOther(web, "/device", { kind: "device-code", userCode: pending.userCode });
+      if (pending) {
+        return guard.seeOther(web, "/device", { kind: "device-code", userCode: pending.userCode });
+      }
+      const agent = await findPendingAgent(typed);
+      if (!agent) return devicePage(web, codeForm(web.csrf, NO_SUCH_CODE), 404);
+      return guard.seeOther(web, "/device", {
+        kind: "device-code",
+        userCode: normalizeUserCode(typed),
+      });
     }),
   });
   return [ask, lookUpOrDecide];
@@ -101,6 +117,8 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     approve: boolean,
   ) {
     const code = normalizeUserCode(typed);
+    const agent = await findPendingAgent(code);
+    if (agent) return decideAgent(request, web, agent, approve);
     // Read for the audit log: what the device called itself, and where it started from.
     const pending = code === "" ? null : await findPendingDeviceLogin(ctx, code);
     const decided =
@@ -122,6 +140,72 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
         )
       : notice("error", "Denied. The terminal gets no key.");
     return guard.seeOther(web, "/device", outcome);
+  }
+
+  /** The agent registration a typed code approves, if it is one still waiting. */
+  async function findPendingAgent(typed: string): Promise<PendingAgentApproval | undefined> {
+    const code = normalizeUserCode(typed);
+    if (code === "") return undefined;
+    return ctx.agents.findPendingAgentApproval(hashUserCode(ctx, code), ctx.clock());
+  }
+
+  /**
+   * Approves or denies an agent: approving links its host to this person (a host another person
+   * approved is refused as an unknown code: nothing tells whose it is).
+   */
+  async function decideAgent(
+    request: EndpointRequest,
+    web: SignedInRequest,
+    pending: PendingAgentApproval,
+    approve: boolean,
+  ) {
+    const decided = await ctx.agents.decideAgentApproval(
+      pending.deviceHash,
+      web.session.accountId,
+      approve ? "approve" : "deny",
+      ctx.clock(),
+    );
+    if (decided !== "decided") return devicePage(web, codeForm(web.csrf, EXPIRED), 400);
+    await ctx.audit.record({
+      ...byPerson(request, web.session.accountId),
+      action: approve ? "agent.approve" : "agent.deny",
+      outcome: "success",
+      subject: { kind: "agent", id: pending.agent.id },
+      detail: {
+        agentName: pending.agent.name,
+        hostId: pending.host.id,
+        hostName: pending.host.name,
+        startedFrom: pending.clientAddress,
+      },
+    });
+    const outcome = approve
+      ? notice("ok", "Approved. The agent can act for you now; you can close this page.")
+      : notice("error", "Denied. The agent cannot act for you.");
+    return guard.seeOther(web, "/device", outcome);
+  }
+
+  /** What the person checks before approving an agent: its name, its host, where it asked from. */
+  function agentConfirmation(
+    web: SignedInRequest,
+    pending: PendingAgentApproval,
+    userCode: string,
+    here: string,
+  ) {
+    const from = pending.clientAddress ?? "an unrecorded address";
+    const elsewhere = pending.clientAddress !== null && !isSameNetwork(pending.clientAddress, here);
+    const linked = pending.host.accountId !== null;
+    return html`<div class="card">
+<p class="warning" role="alert">An agent asks to act for you. Approve only an agent you registered yourself, just now. Approving lets it prove to every AgentPass partner that it acts for <strong>${web.session.email}</strong>, until you revoke it on the Agents page.</p>
+<dl>
+<dt>Code</dt><dd><code id="device-code">${userCode}</code> <span class="muted">(it must be the code your own terminal shows)</span></dd>
+<dt>Agent</dt><dd id="agent-name">${pending.agent.name} <span class="muted">(the agent's own name for itself, not verified)</span></dd>
+<dt>Host</dt><dd>${pending.host.name ?? "unnamed"} <span class="muted">(its own name; key <code>${pending.host.thumbprint.slice(0, 12)}…</code>${linked ? ", one of your hosts" : ", new"})</span></dd>
+<dt>From</dt><dd>${from}${pending.clientAddress ? html` <span class="muted">(network ${networkOf(pending.clientAddress)})</span>` : ""}</dd>
+</dl>
+${elsewhere ? html`<p class="warning" role="alert">This agent asked from another network than the one you are using now. If you did not register it on another machine of yours, deny it.</p>` : ""}
+<form method="post" action="/device" class="inline">${csrfField(web.csrf)}<input type="hidden" name="code" value="${userCode}">
+<button type="submit" name="decision" value="deny">Deny</button>
+<button type="submit" name="decision" value="approve" class="secondary">Approve</button></form></div>`;
   }
 
   /** What the person checks before approving: who asks, from where, since when. */

@@ -7,12 +7,13 @@ import type { InstallCommands } from "../web/install-commands.ts";
 import { keyTable, shownOnce } from "../web/key-table.ts";
 import { csrfField, flashNotice, html, renderPage } from "../web/page.ts";
 import { htmlAnswer } from "../web/page-answers.ts";
+import { agentsSection } from "./agents.ts";
 import { connectedAppsSection } from "./connected-apps.ts";
 import { keyRoutes } from "./key-routes.ts";
 
 /**
  * A person's user keys (the list, and creating, renaming and revoking one) and below them their
- * connected apps (`connected-apps.ts`).
+ * connected apps (`connected-apps.ts`) and their agents by host (`agents.ts`).
  */
 export function keyPages(
   ctx: IdentityContext,
@@ -23,6 +24,7 @@ export function keyPages(
   async function keysPage(web: SignedInRequest, error?: string) {
     const keys = await listKeys(ctx, "user", web.session.accountId);
     const apps = await listConnectedApps(ctx, web.session.accountId);
+    const hosts = await ctx.agents.listHostsOfAccount(web.session.accountId);
     const created =
       web.flash?.kind === "new-key"
         ? shownOnce(
@@ -49,7 +51,8 @@ ${keyTable(keys, "/keys")}
 ${error ? html`<p id="key-name-error" class="error" role="alert">${error}</p>` : ""}
 <p><button type="submit">Create key</button></p></form>
 <p class="muted">Or let the CLI ask for one: install it with ${install.cli}, run <code>agentpass login --url ${publicUrl}</code> and approve it here.</p>
-${connectedAppsSection(apps)}`,
+${connectedAppsSection(apps)}
+${agentsSection(ctx, hosts)}`,
       }),
       error ? 400 : 200,
     );

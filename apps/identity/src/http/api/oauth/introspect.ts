@@ -148,6 +148,8 @@ export function introspectionEndpoint(
           iss: issuer,
           token_type: result.jkt ? "DPoP" : "Bearer",
           ...(result.jkt && { cnf: { jkt: result.jkt } }),
+          // RFC 8693's actor: the agent acting for the person, who stays `sub`.
+          ...(result.agent && { act: { sub: result.agent.id, agent_name: result.agent.name } }),
         },
         headers: NO_STORE,
       };

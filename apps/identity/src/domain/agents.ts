@@ -1,0 +1,477 @@
+import type { JWTPayload } from "jose";
+import type { IdentityContext, Needs } from "../context.ts";
+import { randomSecret } from "../infra/crypto.ts";
+import type { AgentRecord, AgentStore, AgentWithHost, HostRecord } from "../store/agent-store.ts";
+import { publicEd25519Key, readJwt, thumbprintOf, verifyJwt } from "./agent-jwt.ts";
+import { DEVICE_CODE_TIMES, displayableClientName, drawDeviceCode } from "./device-login.ts";
+
+/**
+ * Agents as the Agent Auth Protocol (v1.0-draft) has them: a person → their hosts (a client
+ * environment, its own Ed25519 key) → agents (each its own key, name, state and lifetimes). A
+ * host authenticates with a `host+jwt`, an agent with an `agent+jwt`, each used once on every
+ * instance (its `jti` spent in the store the rate limits share). Delegated agents only: every
+ * new agent waits for its person to approve it in the browser (RFC 8628's page, `/device`).
+ */
+
+/** How long an agent lives: idle (from its last use or activation), and at most (from creation). */
+export interface AgentLifetimes {
+  idleMs: number;
+  absoluteMs: number;
+}
+
+export type AgentState = "pending" | "active" | "expired" | "revoked" | "rejected";
+
+/** A refusal in the protocol's own form (section 5.13): `{ error, message }` with its status. */
+export interface AgentAuthRefusal {
+  ok: false;
+  status: 400 | 401 | 403 | 404 | 409 | 429;
+  error: string;
+  message: string;
+}
+
+/** How long a spent `jti` is remembered: past the longest life a JWT may claim, and its skew. */
+const JTI_MEMORY_MS = 10 * 60_000;
+/** Agents one host may have waiting for approval: what an unknown key can make is bounded. */
+const MAX_PENDING_PER_HOST = 5;
+const MAX_NAME_CHARS = 100;
+
+/**
+ * An agent's state as it stands now: what is stored, but an active agent past its absolute
+ * lifetime is revoked and one idle longer than its idle lifetime is expired (section 2.4).
+ */
+export function agentState(
+  agent: Pick<AgentRecord, "status" | "createdAt" | "activatedAt" | "lastUsedAt">,
+  lifetimes: AgentLifetimes,
+  now: number,
+): AgentState {
+  if (agent.status !== "active") return agent.status;
+  if (now >= agent.createdAt + lifetimes.absoluteMs) return "revoked";
+  const lastActive = Math.max(agent.lastUsedAt ?? 0, agent.activatedAt ?? agent.createdAt);
+  return now >= lastActive + lifetimes.idleMs ? "expired" : "active";
+}
+
+/** When an active agent expires if it is not used again: its idle deadline. */
+export function agentExpiresAt(agent: AgentRecord, lifetimes: AgentLifetimes): number {
+  const lastActive = Math.max(agent.lastUsedAt ?? 0, agent.activatedAt ?? agent.createdAt);
+  return Math.min(lastActive + lifetimes.idleMs, agent.createdAt + lifetimes.absoluteMs);
+}
+
+/**
+ * Keeps agents' and hosts' last use without a write on the request path: gathered in memory and
+ * written every few seconds. An agent used here moments ago is not idle, whatever the row says.
+ */
+export function createAgentUseRecorder(store: AgentStore, onError: (error: unknown) => void) {
+  let agents = new Map<string, number>();
+  let hosts = new Map<string, number>();
+  async function flush(): Promise<void> {
+    if (agents.size === 0 && hosts.size === 0) return;
+    const batch = { agents, hosts };
+    agents = new Map();
+    hosts = new Map();
+    await store.recordUse(batch);
+  }
+  const timer = setInterval(() => flush().catch(onError), 5_000);
+  timer.unref();
+  return {
+    agent(id: string, at: number): void {
+      agents.set(id, at);
+    },
+    host(id: string, at: number): void {
+      hosts.set(id, at);
+    },
+    /** The last use recorded here and not written yet. */
+    pendingUse(agentId: string): number | undefined {
+      return agents.get(agentId);
+    },
+    flush,
+    async close(): Promise<void> {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}
+
+export type AgentUseRecorder = ReturnType<typeof createAgentUseRecorder>;
+
+type AgentCtx = Needs<"agents" | "agentUse" | "agentLifetimes" | "seen" | "clock">;
+
+/** An agent's state now, counting a use this instance has not written yet. */
+function stateNow(ctx: AgentCtx, agent: AgentRecord, now: number): AgentState {
+  const pending = ctx.agentUse.pendingUse(agent.id);
+  const lastUsedAt = Math.max(agent.lastUsedAt ?? 0, pending ?? 0) || null;
+  return agentState({ ...agent, lastUsedAt }, ctx.agentLifetimes, now);
+}
+
+/** Spends a JWT's `jti` for its signer: true the first time, on every instance. */
+function spendJti(ctx: AgentCtx, signer: string, jti: string): Promise<boolean> {
+  return ctx.seen.seenOnce(`aa:${signer}:${jti}`, JTI_MEMORY_MS);
+}
+
+type HostJudgement =
+  | {
+      ok: true;
+      /** The host, or null when the JWT's key is new: a registration makes it. */
+      host: HostRecord | null;
+      thumbprint: string;
+      jwk: JsonWebKey;
+      claims: JWTPayload;
+    }
+  | AgentAuthRefusal;
+
+/**
+ * Section 4.5.1: a host's JWT, with `aud` the issuer, signed by the key its `iss` is the
+ * thumbprint of — the stored key of a known host, or for a registration (`registering`) the
+ * `host_public_key` it carries. Its `jti` is spent last. A pending host may only register.
+ */
+export async function judgeHostJwt(
+  ctx: AgentCtx,
+  token: string | undefined,
+  issuer: string,
+  registering = false,
+): Promise<HostJudgement> {
+  if (!token) return invalidJwt("Send a host JWT as Authorization: Bearer");
+  const read = readJwt(token, "host+jwt");
+  if (typeof read === "string") return invalidJwt(read);
+  const iss = read.payload.iss;
+  if (typeof iss !== "string") return invalidJwt("The JWT's iss must be its key's thumbprint");
+  const host = (await ctx.agents.findHostByThumbprint(iss)) ?? null;
+  let jwk: JsonWebKey;
+  if (host) {
+    jwk = host.publicJwk;
+  } else {
+    if (!registering) return invalidJwt("No host has this key");
+    if (read.payload.host_jwks_url !== undefined) {
+      return refusal(
+        400,
+        "invalid_request",
+        "host_jwks_url is not supported: send host_public_key",
+      );
+    }
+    const presented = publicEd25519Key(read.payload.host_public_key);
+    if (!presented) {
+      return refusal(400, "unsupported_algorithm", "host_public_key must be a public Ed25519 JWK");
+    }
+    if ((await thumbprintOf(presented)) !== iss) {
+      return invalidJwt("The JWT's iss is not the thumbprint of host_public_key");
+    }
+    jwk = presented;
+  }
+  const now = ctx.clock();
+  const verified = await verifyJwt(token, "host+jwt", jwk, (aud) => aud === issuer, now);
+  if (!verified.ok) return invalidJwt(verified.check);
+  if (host?.status === "revoked") return refusal(403, "host_revoked", "The host has been revoked");
+  if (host?.status === "rejected") return refusal(403, "host_rejected", "The host was rejected");
+  if (host?.status === "pending" && !registering) {
+    return refusal(403, "host_pending", "The host is waiting for its person's approval");
+  }
+  if (!(await spendJti(ctx, `host:${iss}`, verified.claims.jti))) {
+    return invalidJwt("The JWT was used already (its jti)");
+  }
+  if (host) ctx.agentUse.host(host.id, now);
+  return { ok: true, host, thumbprint: iss, jwk, claims: verified.claims };
+}
+
+export type AgentJwtVerdict =
+  | {
+      ok: true;
+      agent: AgentWithHost;
+      accountId: string;
+      email: string;
+      claims: JWTPayload & { jti: string; exp: number; aud: string };
+    }
+  | AgentAuthRefusal;
+
+/**
+ * Section 4.5: an agent's JWT (`iss` its host's thumbprint, `sub` its id), with an `aud` that
+ * `audience` accepts, signed by the agent's key, from an active agent of an active host; its
+ * `jti` is spent last, once on every instance. Every check reads the rows: a revocation holds on
+ * the next request.
+ */
+export async function judgeAgentJwt(
+  ctx: AgentCtx,
+  token: string,
+  audience: (aud: string) => boolean,
+): Promise<AgentJwtVerdict> {
+  const read = readJwt(token, "agent+jwt");
+  if (typeof read === "string") return invalidJwt(read);
+  const { iss, sub } = read.payload;
+  if (typeof iss !== "string" || typeof sub !== "string") {
+    return invalidJwt("The JWT needs iss (its host's thumbprint) and sub (the agent's id)");
+  }
+  const agent = await ctx.agents.findAgent(sub);
+  if (!agent || agent.host.thumbprint !== iss) {
+    return invalidJwt("No agent of this host has this id");
+  }
+  const now = ctx.clock();
+  const verified = await verifyJwt(token, "agent+jwt", agent.publicJwk, audience, now);
+  if (!verified.ok) return invalidJwt(verified.check);
+  const refused = refusalOfState(ctx, agent, now);
+  if (refused) return refused;
+  if (!agent.accountId || !agent.email) return refusal(403, "agent_pending", "Not approved yet");
+  if (!(await spendJti(ctx, `agent:${agent.id}`, verified.claims.jti))) {
+    return invalidJwt("The JWT was used already (its jti)");
+  }
+  ctx.agentUse.agent(agent.id, now);
+  return {
+    ok: true,
+    agent,
+    accountId: agent.accountId,
+    email: agent.email,
+    claims: verified.claims,
+  };
+}
+
+/** Why an agent (and its host) cannot act now, or null when it can. */
+function refusalOfState(ctx: AgentCtx, agent: AgentWithHost, now: number): AgentAuthRefusal | null {
+  if (agent.host.status === "revoked")
+    return refusal(403, "host_revoked", "The host has been revoked");
+  if (agent.host.status !== "active")
+    return refusal(403, "host_pending", "The host is not approved");
+  const state = stateNow(ctx, agent, now);
+  switch (state) {
+    case "active":
+      return null;
+    case "expired":
+      return refusal(403, "agent_expired", "The agent expired: reactivate it");
+    case "pending":
+      return refusal(403, "agent_pending", "The agent is waiting for its person's approval");
+    case "rejected":
+      return refusal(403, "agent_rejected", "The agent's person denied it");
+    default:
+      return refusal(403, "agent_revoked", "The agent has been revoked");
+  }
+}
+
+/**
+ * The agent a session token names, when it may still act for `accountId`: active, under an
+ * active host. Read from the rows on every call, so its revocation holds on the next verify.
+ */
+export async function findActiveAgent(
+  ctx: AgentCtx,
+  agentId: string,
+  accountId: string,
+): Promise<{ id: string; name: string } | undefined> {
+  const agent = await ctx.agents.findAgent(agentId);
+  if (!agent || agent.accountId !== accountId) return undefined;
+  if (refusalOfState(ctx, agent, ctx.clock())) return undefined;
+  ctx.agentUse.agent(agent.id, ctx.clock());
+  return { id: agent.id, name: agent.name };
+}
+
+/** Whether an agent JWT's `aud` names one of a partner's resources (by its origin). */
+export function audienceOfResources(resources: readonly string[]): (aud: string) => boolean {
+  const origins = new Set(resources.map(originOf).filter((origin) => origin !== null));
+  return (aud) => {
+    const origin = originOf(aud);
+    return origin !== null && origins.has(origin);
+  };
+}
+
+function originOf(url: string): string | null {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.origin : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface Registration {
+  name: string;
+  hostName?: string | undefined;
+  mode?: string | undefined;
+  capabilities?: unknown[] | undefined;
+}
+
+type RegisterResult =
+  | { ok: true; agent: AgentRecord; hostId: string; userCode: string }
+  | AgentAuthRefusal;
+
+/**
+ * Section 5.3: registers an agent under the host of a verified host JWT (a new host is made
+ * pending, unlinked). Every new agent waits for its person's approval in the browser, even under
+ * a host they approved before: an agent is a new actor, and approving it is the person's act
+ * (section 8.10). A pending agent with the same key gets a fresh approval; any other is 409.
+ */
+export async function registerAgent(
+  ctx: AgentCtx & Needs<"keys">,
+  host: Extract<HostJudgement, { ok: true }>,
+  registration: Registration,
+  clientAddress: string,
+): Promise<RegisterResult> {
+  if (host.claims.agent_jwks_url !== undefined) {
+    return refusal(
+      400,
+      "invalid_request",
+      "agent_jwks_url is not supported: send agent_public_key",
+    );
+  }
+  const agentJwk = publicEd25519Key(host.claims.agent_public_key);
+  if (!agentJwk) {
+    return refusal(400, "unsupported_algorithm", "agent_public_key must be a public Ed25519 JWK");
+  }
+  if ((registration.mode ?? "delegated") !== "delegated") {
+    return refusal(400, "unsupported_mode", "Only delegated agents are supported");
+  }
+  const wanted = registration.capabilities ?? [];
+  if (wanted.length > 0) {
+    const names = wanted.map((item) =>
+      typeof item === "string" ? item : String((item as { name?: unknown })?.name),
+    );
+    return {
+      ...refusal(400, "invalid_capabilities", "No partner declares these capabilities"),
+      invalid_capabilities: names,
+    } as AgentAuthRefusal;
+  }
+  const name = displayableName(registration.name);
+  if (!name) return refusal(400, "invalid_request", "name must be 1 to 100 visible characters");
+  const hostName = registration.hostName ? displayableName(registration.hostName) : null;
+  const now = ctx.clock();
+  const thumbprint = await thumbprintOf(agentJwk);
+  const hostId = host.host?.id ?? newId("hst");
+  const existing = host.host ? await ctx.agents.findAgentOfHost(hostId, thumbprint) : undefined;
+  if (existing && existing.status !== "pending") {
+    return refusal(409, "agent_exists", "An agent with this key is registered already");
+  }
+  if (
+    !existing &&
+    host.host &&
+    (await ctx.agents.countPendingAgents(hostId)) >= MAX_PENDING_PER_HOST
+  ) {
+    return refusal(429, "rate_limited", "Too many agents of this host wait for approval");
+  }
+  const agentId = existing?.id ?? newId("agt");
+  const shownAs = `${name}${hostName ? ` on ${hostName}` : ""}`;
+  const { userCode, row } = drawDeviceCode(ctx, shownAs, clientAddress, agentId);
+  const agentRow = {
+    id: agentId,
+    host_id: hostId,
+    account_id: null,
+    name,
+    thumbprint,
+    public_jwk: JSON.stringify(agentJwk),
+    status: "pending" as const,
+    created_at: now,
+    activated_at: null,
+    last_used_at: null,
+    revoked_at: null,
+  };
+  await ctx.agents.register({
+    newHost: host.host
+      ? null
+      : {
+          id: hostId,
+          account_id: null,
+          name: hostName,
+          thumbprint: host.thumbprint,
+          public_jwk: JSON.stringify(host.jwk),
+          status: "pending",
+          created_at: now,
+          updated_at: now,
+          last_used_at: now,
+          revoked_at: null,
+        },
+    newAgent: existing ? null : agentRow,
+    approval: row,
+  });
+  const agent = existing ?? (await ctx.agents.findAgent(agentId));
+  if (!agent) throw new Error("the registered agent is gone");
+  return { ok: true, agent, hostId, userCode };
+}
+
+/** The approval object of a pending agent (section 7.1): the code its person types at `/device`. */
+export function approvalOf(issuer: string, userCode: string) {
+  return {
+    method: "device_authorization",
+    verification_uri: `${issuer}/device`,
+    user_code: userCode,
+    expires_in: DEVICE_CODE_TIMES.expiresIn,
+    interval: DEVICE_CODE_TIMES.interval,
+  };
+}
+
+/** Section 5.5: an agent as its status endpoint tells it. */
+export function statusOf(ctx: AgentCtx, agent: AgentRecord) {
+  const now = ctx.clock();
+  const status = stateNow(ctx, agent, now);
+  return {
+    agent_id: agent.id,
+    host_id: agent.hostId,
+    name: agent.name,
+    status,
+    mode: "delegated",
+    agent_capability_grants: [],
+    ...(agent.accountId && { user_id: agent.accountId }),
+    ...(agent.activatedAt !== null && { activated_at: iso(agent.activatedAt) }),
+    created_at: iso(agent.createdAt),
+    ...(agent.lastUsedAt !== null && { last_used_at: iso(agent.lastUsedAt) }),
+    ...(status === "active" && { expires_at: iso(agentExpiresAt(agent, ctx.agentLifetimes)) }),
+  };
+}
+
+/**
+ * The agent `agentId` of `host`, or 404 `agent_not_found` — also for another host's agent, so a
+ * host learns nothing of agents that are not its own.
+ */
+export async function agentOfHost(
+  ctx: AgentCtx,
+  host: HostRecord,
+  agentId: unknown,
+): Promise<AgentWithHost | AgentAuthRefusal> {
+  const agent = typeof agentId === "string" ? await ctx.agents.findAgent(agentId) : undefined;
+  if (!agent || agent.hostId !== host.id) return refusal(404, "agent_not_found", "No such agent");
+  return agent;
+}
+
+/**
+ * Section 5.6: an expired agent active again (its idle clock restarts); one past its absolute
+ * lifetime is revoked instead. Agents here hold no capability grants to decay.
+ */
+export async function reactivateAgent(
+  ctx: AgentCtx,
+  agent: AgentRecord,
+): Promise<{ ok: true } | AgentAuthRefusal> {
+  const now = ctx.clock();
+  const state = stateNow(ctx, agent, now);
+  if (state === "active") return { ok: true };
+  if (state === "expired") {
+    await ctx.agents.setAgentStatus(agent.id, "active", now);
+    return { ok: true };
+  }
+  if (state === "revoked" && agent.status === "active") {
+    await ctx.agents.setAgentStatus(agent.id, "revoked", now);
+    return refusal(403, "absolute_lifetime_exceeded", "The agent outlived its lifetime");
+  }
+  return refusal(403, `agent_${state}`, `The agent is ${state}`);
+}
+
+export function refusal(
+  status: AgentAuthRefusal["status"],
+  error: string,
+  message: string,
+): AgentAuthRefusal {
+  return { ok: false, status, error, message };
+}
+
+function invalidJwt(check: string): AgentAuthRefusal {
+  return refusal(401, "invalid_jwt", `Invalid JWT: ${check}`);
+}
+
+/** A name as `displayableClientName` cleans it, or null when nothing visible is left of it. */
+function displayableName(name: string): string | null {
+  const shown = displayableClientName(name.slice(0, MAX_NAME_CHARS * 2));
+  const blank = shown === displayableClientName("");
+  return blank && name.trim() !== shown ? null : shown;
+}
+
+function newId(prefix: "agt" | "hst"): string {
+  return `${prefix}_${randomSecret(16)}`;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** The context the agent endpoints need beyond the agent parts. */
+export type AgentsContext = AgentCtx & Needs<"keys" | "audit">;
+export type { IdentityContext };

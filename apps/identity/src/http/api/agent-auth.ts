@@ -1,0 +1,510 @@
+import {
+  type Answer,
+  type ApiCall,
+  defineEndpoint,
+  type Endpoint,
+  type InputFailure,
+  type PlainAnswer,
+  readBearer,
+} from "@agentpass/http";
+import { z } from "zod";
+import type { IdentityContext } from "../../context.ts";
+import { publicEd25519Key, thumbprintOf } from "../../domain/agent-jwt.ts";
+import {
+  type AgentAuthRefusal,
+  agentOfHost,
+  approvalOf,
+  audienceOfResources,
+  judgeAgentJwt,
+  judgeHostJwt,
+  reactivateAgent,
+  refusal,
+  registerAgent,
+  statusOf,
+} from "../../domain/agents.ts";
+import { judgePartnerKey } from "../../domain/session-tokens.ts";
+import { type RateLimiter, rateLimitHeaders } from "../../infra/rate-limit.ts";
+
+/**
+ * AgentPass as an Agent Auth Protocol provider (v1.0-draft, section 5): discovery, agent
+ * registration under a host, status, reactivation, revocation, key rotation, and introspection
+ * for partners. Every answer here is the protocol's: an error is `{ error, message }` (section
+ * 5.13), never the rest of the API's `{ error, code }`.
+ */
+
+const AGENT_AUTH_VERSION = "1.0-draft";
+/** Bodies of these endpoints are small: a name, a key, an id. */
+const MAX_BODY_BYTES = 16 * 1024;
+const NO_STORE = { "Cache-Control": "no-store" };
+
+const PATHS = {
+  register: "/agent/register",
+  capabilities: "/capability/list",
+  describe_capability: "/capability/describe",
+  status: "/agent/status",
+  reactivate: "/agent/reactivate",
+  revoke: "/agent/revoke",
+  revoke_host: "/host/revoke",
+  rotate_key: "/agent/rotate-key",
+  rotate_host_key: "/host/rotate-key",
+  introspect: "/agent/introspect",
+} as const;
+
+const ErrorBody = z.object({
+  error: z.string().meta({ description: "Machine code (section 5.13)", example: "invalid_jwt" }),
+  message: z.string().meta({ description: "For people", example: "Invalid JWT: …" }),
+});
+const errorResponse = (description: string) => ({
+  description,
+  content: { "application/json": { schema: ErrorBody } },
+});
+const REFUSALS = {
+  "400": errorResponse("invalid_request, unsupported_mode, unsupported_algorithm, …"),
+  "401": errorResponse("invalid_jwt: the host's JWT is missing, invalid, expired or used"),
+  "403": errorResponse("host_revoked, host_pending, agent_revoked, …"),
+  "404": errorResponse("agent_not_found"),
+};
+const Jwk = z.record(z.string(), z.unknown()).meta({ description: "A public Ed25519 JWK" });
+const AgentIdBody = z.object({ agent_id: z.string().min(1).max(100) });
+const Status = z.object({}).passthrough().meta({ description: "The agent (section 5.5)" });
+
+export function agentAuthEndpoints(
+  ctx: IdentityContext,
+  issuer: string,
+  limits: { registrationsPerIp: RateLimiter; badKeysPerIp: RateLimiter },
+): Endpoint[] {
+  const absolute = Object.fromEntries(
+    Object.entries(PATHS).map(([name, path]) => [name, `${issuer}${path}`]),
+  );
+
+  const discovery = defineEndpoint({
+    method: "GET",
+    path: "/.well-known/agent-configuration",
+    public: true,
+    operation: {
+      operationId: "agentAuthConfiguration",
+      summary: "Agent Auth Protocol discovery (section 5.1)",
+      tags: ["Agent Auth"],
+      responses: {
+        "200": {
+          description: "The provider's configuration; endpoints are absolute URLs",
+          content: { "application/json": { schema: z.object({}).passthrough() } },
+        },
+      },
+    },
+    handle: () => ({
+      status: 200,
+      headers: { "Cache-Control": "public, max-age=3600" },
+      body: {
+        version: AGENT_AUTH_VERSION,
+        provider_name: "agentpass",
+        description:
+          "AgentPass: each agent its own key under its person's host; partners learn the person's verified email and which agent acts",
+        issuer,
+        algorithms: ["Ed25519"],
+        modes: ["delegated"],
+        approval_methods: ["device_authorization"],
+        endpoints: absolute,
+      },
+    }),
+  });
+
+  const register = hostEndpoint({
+    method: "POST",
+    path: PATHS.register,
+    operationId: "agentAuthRegister",
+    summary: "Register an agent under a host (section 5.3); its person approves it at /device",
+    body: z.object({
+      name: z.string().min(1).max(200),
+      host_name: z.string().max(200).optional(),
+      capabilities: z.array(z.unknown()).max(50).optional(),
+      mode: z.string().max(50).optional(),
+      reason: z.string().max(500).optional(),
+      preferred_method: z.string().max(100).optional(),
+      login_hint: z.string().max(320).optional(),
+      binding_message: z.string().max(500).optional(),
+    }),
+    registering: true,
+    async handle(request, host, body) {
+      const counted = await limits.registrationsPerIp.take(request.clientIp());
+      if (!counted.ok) {
+        return {
+          status: 429,
+          headers: rateLimitHeaders(counted),
+          body: { error: "rate_limited", message: "Too many registrations from this address" },
+        };
+      }
+      const registered = await registerAgent(
+        ctx,
+        host,
+        {
+          name: body.name,
+          hostName: body.host_name,
+          mode: body.mode,
+          capabilities: body.capabilities,
+        },
+        request.clientAddress(),
+      );
+      if (!registered.ok) return refused(registered);
+      const { agent } = registered;
+      await ctx.audit.record({
+        action: "agent.register",
+        outcome: "success",
+        actor: { kind: "service" },
+        accountId: host.host?.accountId ?? null,
+        subject: { kind: "agent", id: agent.id },
+        client: {
+          address: request.clientAddress(),
+          userAgent: request.header("user-agent") ?? null,
+        },
+        detail: { agentName: agent.name, hostId: registered.hostId },
+      });
+      return ok({
+        agent_id: agent.id,
+        host_id: registered.hostId,
+        name: agent.name,
+        mode: "delegated",
+        status: "pending",
+        agent_capability_grants: [],
+        approval: approvalOf(issuer, registered.userCode),
+      });
+    },
+  });
+
+  const status = defineEndpoint({
+    method: "GET",
+    path: PATHS.status,
+    maxBodyBytes: MAX_BODY_BYTES,
+    renderError: renderAgentAuthError,
+    operation: operation("agentAuthStatus", "An agent's status (section 5.5), for its host"),
+    admit: bearerOf,
+    input: { query: z.object({ agent_id: z.string().min(1).max(100) }) },
+    refuseInput: refuseAgentAuthInput,
+    async handle(_request, { admitted, query }) {
+      const host = await judgeHostJwt(ctx, admitted, issuer);
+      if (!host.ok) return refused(host);
+      if (!host.host) return refused(refusal(401, "invalid_jwt", "Invalid JWT: unknown host"));
+      const agent = await agentOfHost(ctx, host.host, query.agent_id);
+      if ("ok" in agent) return refused(agent);
+      return ok(statusOf(ctx, agent));
+    },
+  });
+
+  const reactivate = hostEndpoint({
+    method: "POST",
+    path: PATHS.reactivate,
+    operationId: "agentAuthReactivate",
+    summary: "Reactivate an expired agent (section 5.6)",
+    body: AgentIdBody,
+    async handle(request, host, body) {
+      const agent = await agentOfHost(ctx, knownHost(host), body.agent_id);
+      if ("ok" in agent) return refused(agent);
+      const done = await reactivateAgent(ctx, agent);
+      if (!done.ok) return refused(done);
+      await auditHostAct(request, host, "agent.reactivate", agent.id);
+      const now = await ctx.agents.findAgent(agent.id);
+      return ok(statusOf(ctx, now ?? agent));
+    },
+  });
+
+  const revoke = hostEndpoint({
+    method: "POST",
+    path: PATHS.revoke,
+    operationId: "agentAuthRevoke",
+    summary: "Revoke an agent of this host (section 5.7)",
+    body: AgentIdBody,
+    async handle(request, host, body) {
+      const agent = await agentOfHost(ctx, knownHost(host), body.agent_id);
+      if ("ok" in agent) return refused(agent);
+      if (await ctx.agents.revokeAgent(agent.id, ctx.clock())) {
+        await auditHostAct(request, host, "agent.revoke", agent.id);
+      }
+      return ok({ agent_id: agent.id, status: "revoked" });
+    },
+  });
+
+  const rotateKey = hostEndpoint({
+    method: "POST",
+    path: PATHS.rotate_key,
+    operationId: "agentAuthRotateKey",
+    summary: "Replace an agent's key (section 5.8); the old key stops at once",
+    body: z.object({ agent_id: z.string().min(1).max(100), public_key: Jwk }),
+    async handle(request, host, body) {
+      const agent = await agentOfHost(ctx, knownHost(host), body.agent_id);
+      if ("ok" in agent) return refused(agent);
+      if (agent.status === "revoked") {
+        return refused(refusal(403, "agent_revoked", "The agent has been revoked"));
+      }
+      const jwk = publicEd25519Key(body.public_key);
+      if (!jwk) {
+        return refused(
+          refusal(400, "unsupported_algorithm", "public_key must be a public Ed25519 JWK"),
+        );
+      }
+      if (!(await ctx.agents.rotateAgentKey(agent.id, jwk, await thumbprintOf(jwk)))) {
+        return refused(refusal(409, "agent_exists", "An agent of this host has this key"));
+      }
+      await auditHostAct(request, host, "agent.rotate_key", agent.id);
+      return ok({ agent_id: agent.id, status: statusOf(ctx, agent).status });
+    },
+  });
+
+  const rotateHostKey = hostEndpoint({
+    method: "POST",
+    path: PATHS.rotate_host_key,
+    operationId: "agentAuthRotateHostKey",
+    summary: "Replace the host's key (section 5.9); its agents keep working",
+    body: z.object({ public_key: Jwk }),
+    async handle(request, host, body) {
+      const known = knownHost(host);
+      const jwk = publicEd25519Key(body.public_key);
+      if (!jwk) {
+        return refused(
+          refusal(400, "unsupported_algorithm", "public_key must be a public Ed25519 JWK"),
+        );
+      }
+      const thumbprint = await thumbprintOf(jwk);
+      if (!(await ctx.agents.rotateHostKey(known.id, jwk, thumbprint, ctx.clock()))) {
+        return refused(refusal(409, "host_exists", "A host has this key already"));
+      }
+      await auditHostAct(request, host, "host.rotate_key", known.id);
+      return ok({ host_id: known.id, status: known.status });
+    },
+  });
+
+  const revokeHost = hostEndpoint({
+    method: "POST",
+    path: PATHS.revoke_host,
+    operationId: "agentAuthRevokeHost",
+    summary: "Revoke this host and every agent under it (section 5.10)",
+    body: z.object({}).passthrough(),
+    bodyRequired: false,
+    async handle(request, host) {
+      const known = knownHost(host);
+      const agentsRevoked = await ctx.agents.revokeHost(known.id, ctx.clock());
+      await auditHostAct(request, host, "host.revoke", known.id, { agentsRevoked });
+      return ok({ host_id: known.id, status: "revoked", agents_revoked: agentsRevoked });
+    },
+  });
+
+  const capabilities = defineEndpoint({
+    method: "GET",
+    path: PATHS.capabilities,
+    public: true,
+    renderError: renderAgentAuthError,
+    operation: operation(
+      "agentAuthCapabilities",
+      "The capabilities partners offer through AgentPass (section 5.2): none yet",
+    ),
+    input: { query: z.object({ query: z.string().max(200).optional() }) },
+    refuseInput: refuseAgentAuthInput,
+    handle: () => ok({ capabilities: [], next_cursor: null, has_more: false }),
+  });
+
+  const describe = defineEndpoint({
+    method: "GET",
+    path: PATHS.describe_capability,
+    public: true,
+    renderError: renderAgentAuthError,
+    operation: operation("agentAuthDescribeCapability", "One capability (section 5.2.1)"),
+    input: { query: z.object({ name: z.string().min(1).max(200) }) },
+    refuseInput: refuseAgentAuthInput,
+    handle: () => refused(refusal(404, "capability_not_found", "No such capability")),
+  });
+
+  const introspect = defineEndpoint({
+    method: "POST",
+    path: PATHS.introspect,
+    maxBodyBytes: MAX_BODY_BYTES,
+    renderError: renderAgentAuthError,
+    operation: {
+      ...operation(
+        "agentAuthIntrospect",
+        "Introspect an agent JWT (section 5.12), authenticated with the partner key",
+      ),
+      description:
+        "`Authorization: Bearer <partner key>`: 401 `partner_key_invalid` for a missing or unknown key, 403 `partner_key_revoked` for a revoked one (or a suspended partner). The JWT's `aud` must be one of the partner's resource URLs (by origin), and its `jti` is spent: a JWT is introspected once, on every instance.",
+      security: [{ partnerKey: [] }],
+    },
+    admit: bearerOf,
+    input: { body: z.object({ token: z.string().min(1).max(8192) }) },
+    refuseInput: refuseAgentAuthInput,
+    async handle(request, { admitted, body }) {
+      const partner = admitted ? await judgePartnerKey(ctx, admitted) : null;
+      if (!partner?.ok) {
+        const counted = await limits.badKeysPerIp.take(request.clientIp());
+        if (!counted.ok) {
+          return {
+            status: 429,
+            headers: rateLimitHeaders(counted),
+            body: { error: "rate_limited", message: "Too many unknown partner keys" },
+          };
+        }
+        return partner?.code === "REVOKED_PARTNER_KEY"
+          ? refused(refusal(403, "partner_key_revoked", "Partner key has been revoked"))
+          : refused(refusal(401, "partner_key_invalid", "Invalid partner key"));
+      }
+      const resources = await ctx.oauth.resourcesOf(partner.partnerId);
+      const verdict = await judgeAgentJwt(ctx, body.token, audienceOfResources(resources));
+      if (!verdict.ok) return { status: 200, headers: NO_STORE, body: { active: false } };
+      const { agent } = verdict;
+      ctx.usage.record(partner.partnerId, "success", partner.now, verdict.accountId, agent.id);
+      const status = statusOf(ctx, agent);
+      return ok({
+        active: true,
+        agent_id: agent.id,
+        agent_name: agent.name,
+        host_id: agent.hostId,
+        ...(agent.host.name && { host_name: agent.host.name }),
+        user_id: verdict.accountId,
+        email: verdict.email,
+        mode: "delegated",
+        agent_capability_grants: [],
+        ...("expires_at" in status && { expires_at: status.expires_at }),
+      });
+    },
+  });
+
+  return [
+    discovery,
+    register,
+    status,
+    reactivate,
+    revoke,
+    rotateKey,
+    rotateHostKey,
+    revokeHost,
+    capabilities,
+    describe,
+    introspect,
+  ];
+
+  /** A POST endpoint authenticated with a host's JWT, its body parsed by `body`. */
+  function hostEndpoint<B extends z.ZodType>(definition: {
+    method: "POST";
+    path: string;
+    operationId: string;
+    summary: string;
+    body: B;
+    bodyRequired?: boolean;
+    registering?: boolean;
+    handle(
+      request: ApiCall,
+      host: Extract<Awaited<ReturnType<typeof judgeHostJwt>>, { ok: true }>,
+      body: z.output<B>,
+    ): Promise<Answer>;
+  }): Endpoint {
+    return defineEndpoint({
+      method: definition.method,
+      path: definition.path,
+      maxBodyBytes: MAX_BODY_BYTES,
+      renderError: renderAgentAuthError,
+      operation: operation(definition.operationId, definition.summary),
+      admit: bearerOf,
+      input: { body: definition.body, bodyRequired: definition.bodyRequired ?? true },
+      refuseInput: refuseAgentAuthInput,
+      async handle(request, { admitted, body }) {
+        const host = await judgeHostJwt(ctx, admitted, issuer, definition.registering ?? false);
+        if (!host.ok) return refused(host);
+        return definition.handle(request, host, body as z.output<B>);
+      },
+    });
+  }
+
+  async function auditHostAct(
+    request: ApiCall,
+    host: Extract<Awaited<ReturnType<typeof judgeHostJwt>>, { ok: true }>,
+    action:
+      | "agent.revoke"
+      | "agent.reactivate"
+      | "agent.rotate_key"
+      | "host.rotate_key"
+      | "host.revoke",
+    subjectId: string,
+    detail: Record<string, number | string> = {},
+  ) {
+    await ctx.audit.record({
+      action,
+      outcome: "success",
+      actor: { kind: "service" },
+      accountId: host.host?.accountId ?? null,
+      subject: { kind: action.startsWith("host") ? "host" : "agent", id: subjectId },
+      client: { address: request.clientAddress(), userAgent: request.header("user-agent") ?? null },
+      detail: { by: "host", hostId: host.host?.id ?? null, ...detail },
+    });
+  }
+}
+
+/** A judged host that is known: every endpoint but registration refuses an unknown one first. */
+function knownHost(host: { host: import("../../store/agent-store.ts").HostRecord | null }) {
+  if (!host.host) throw new Error("judgeHostJwt answered an unknown host outside registration");
+  return host.host;
+}
+
+function operation(operationId: string, summary: string) {
+  return {
+    operationId,
+    summary,
+    tags: ["Agent Auth"],
+    responses: {
+      "200": {
+        description: "The answer the protocol gives",
+        content: { "application/json": { schema: Status } },
+      },
+      ...REFUSALS,
+    },
+  };
+}
+
+/** The bearer token, whatever it is: the handler judges it, so a missing one is its 401 too. */
+function bearerOf(request: ApiCall) {
+  const bearer = readBearer(request.header("authorization"));
+  return { ok: true as const, admitted: bearer.kind === "present" ? bearer.value : undefined };
+}
+
+function ok(body: object): Answer {
+  return { status: 200, headers: NO_STORE, body };
+}
+
+function refused(refusal: AgentAuthRefusal): Answer {
+  const { ok: _ok, status, ...body } = refusal;
+  return {
+    status,
+    headers: {
+      ...NO_STORE,
+      ...(status === 401 && {
+        "WWW-Authenticate": 'Bearer realm="agentpass", error="invalid_token"',
+      }),
+    },
+    body,
+  };
+}
+
+function refuseAgentAuthInput(failure: InputFailure): Answer {
+  const message =
+    failure.problem === "schema"
+      ? `Invalid ${failure.part}: ${failure.error.issues
+          .map((issue) => `${issue.path.join(".") || failure.part} ${issue.message}`)
+          .join("; ")}`
+      : "The body must be a JSON object";
+  return { status: 400, headers: NO_STORE, body: { error: "invalid_request", message } };
+}
+
+/** What the router answers for these endpoints (a body too large, a fault) in their format. */
+function renderAgentAuthError(answer: PlainAnswer): Answer {
+  const error =
+    answer.status === 413 || answer.status < 500
+      ? answer.status === 429
+        ? "rate_limited"
+        : "invalid_request"
+      : answer.status === 503
+        ? "temporarily_unavailable"
+        : "internal_error";
+  const requestId = answer.body.requestId;
+  const message = String(answer.body.error ?? "Request refused");
+  return {
+    status: answer.status,
+    headers: answer.headers,
+    body: { error, message: typeof requestId === "string" ? `${message} (${requestId})` : message },
+  };
+}
