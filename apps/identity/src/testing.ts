@@ -5,7 +5,7 @@ import { startServer } from "@agentpass/http";
 import { loadConfig } from "./config.ts";
 import { createAccount, findAccountByEmail } from "./domain/accounts.ts";
 import { issueKey, revokeKey } from "./domain/credentials.ts";
-import { decideDeviceLogin } from "./domain/device-login.ts";
+import { decideDeviceLogin, hashUserCode, normalizeUserCode } from "./domain/device-login.ts";
 import { hashKey } from "./domain/keys.ts";
 import { addPartnerResource } from "./domain/oauth.ts";
 import { createPartner } from "./domain/partners.ts";
@@ -119,6 +119,21 @@ export async function startTestIdentityService(
     async decideDeviceLogin(userCode: string, email: string, approve = true) {
       const account = await accountFor(email);
       return decideDeviceLogin(ctx, userCode, account.id, approve);
+    },
+    /** Approves (or denies) a pending agent registration as `email` would at /device. */
+    async decideAgent(userCode: string, email: string, approve = true) {
+      const account = await accountFor(email);
+      const pending = await ctx.agents.findPendingAgentApproval(
+        hashUserCode(ctx, normalizeUserCode(userCode)),
+        ctx.clock(),
+      );
+      if (!pending) return "gone" as const;
+      return ctx.agents.decideAgentApproval(
+        pending.deviceHash,
+        account.id,
+        approve ? "approve" : "deny",
+        ctx.clock(),
+      );
     },
     async close() {
       await server.close();

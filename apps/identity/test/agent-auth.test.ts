@@ -138,8 +138,14 @@ for (const engine of testEngines()) {
       const pending = await call(`${b.url}/agent/status?agent_id=${agentId}`, {
         bearer: await hostJwt(host, issuer),
       });
-      assert.equal(pending.status, 403, "a pending host may only register");
-      assert.equal(pending.body.error, "host_pending");
+      assert.equal(pending.status, 200, JSON.stringify(pending.body));
+      assert.equal(pending.body.status, "pending");
+      const early = await call(`${b.url}/agent/revoke`, {
+        bearer: await hostJwt(host, issuer),
+        body: { agent_id: agentId },
+      });
+      assert.equal(early.status, 403, "a pending host may only register and read status");
+      assert.equal(early.body.error, "host_pending");
       // A retry with the same key is the same agent, with a fresh code.
       const again = await register(host, key, hostile, b.url);
       assert.equal(again.body.agent_id, agentId);

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
+import * as agentCommands from "./agent-commands.ts";
 import * as commands from "./commands.ts";
 import { CliError, EXIT } from "./exit-codes.ts";
 import type { TokenTarget } from "./mint.ts";
@@ -18,6 +19,7 @@ Commands:
   login     log in through the browser, or save a user key with --with-key
   token     print a session token for the x-session-token header
   headers   print the two header lines of one request with a key-bound token (DPoP)
+  agents    add, list or revoke your agents: each its own key and name, seen by partners
   status    show the server, your key's prefix, and whether it works
   logout    revoke the saved key and forget it and the tokens
 
@@ -40,7 +42,7 @@ the terminal (hidden), once a test mint says it works:
 The key is never accepted as an argument, so it never shows in process lists. A key already
 saved for the server is named before the login starts, and revoked on the server once the new
 key is saved (run agentpass logout --local first to keep it working).`,
-  token: `agentpass token [--fresh] [--dpop] [--audience <partner id> | --resource <url>] [--json] [--url <url>]
+  token: `agentpass token [--fresh] [--dpop] [--agent <name>] [--audience <partner id> | --resource <url>] [--json] [--url <url>]
 
 Prints a session token alone on stdout:
   curl -H "x-session-token: $(agentpass token)" https://partner.example/api/…
@@ -51,8 +53,9 @@ grant: the user key is the refresh token).
                 Authorization: DPoP with a proof of the key per request (agentpass headers)
   --audience    mint a token only that partner can verify (by partner id)
   --resource    mint a token only the partner that registered this URL can verify (RFC 8707)
+  --agent       mint as that agent (agentpass agents add): partners see which agent acts
   --json        print { "sessionToken", "expiresAt" } (and "tokenType": "DPoP" with --dpop)`,
-  headers: `agentpass headers <METHOD> <URL> [--fresh] [--audience <partner id> | --resource <url>] [--url <url>]
+  headers: `agentpass headers <METHOD> <URL> [--fresh] [--agent <name>] [--audience <partner id> | --resource <url>] [--url <url>]
 
 Prints the two header lines of one request with a token bound to this login's key (DPoP,
 RFC 9449): the token, and a proof the key signs now for this method and URL and this token.
@@ -61,7 +64,15 @@ RFC 9449): the token, and a proof the key signs now for this method and URL and 
 A proof is accepted once: run it for every request.
   curl -H @<(agentpass headers GET https://partner.example/api/notes) https://partner.example/api/notes
 The URL's query is left out of the proof. The token is the one agentpass token --dpop prints,
-with the same --fresh, --audience and --resource.`,
+with the same --fresh, --agent, --audience and --resource.`,
+  agents: `agentpass agents add <name> | list [--json] | revoke <name> [--url <url>]
+
+Your agents, each with its own key (kept here, in credentials.json) under this machine's host
+key: partners learn which agent acts for you, and you revoke one without the others.
+  add <name>     register an agent; approve it in the browser with the code shown, at <url>/device
+  list           each saved agent, its id and its state on the server
+  revoke <name>  revoke it on the server (it stops at once, everywhere) and forget it here
+Then: agentpass token --agent <name>, agentpass headers --agent <name> GET <url>.`,
   status: `agentpass status [--url <url>]
 
 Shows the server, your key's prefix, and mints a token to check that the key works.`,
@@ -79,6 +90,7 @@ const options = {
   "no-browser": { type: "boolean" },
   fresh: { type: "boolean" },
   dpop: { type: "boolean" },
+  agent: { type: "string" },
   audience: { type: "string" },
   resource: { type: "string" },
   local: { type: "boolean" },
@@ -106,8 +118,8 @@ async function main(argv: string[]): Promise<void> {
     throw new CliError(EXIT.USAGE, `Unknown command: ${command}\n\n${HELP.main}`);
   }
   if (values.help) return void console.log(help);
-  // `headers` takes its method and URL; no other command takes an argument.
-  if (command !== "headers" && rest.length > 0) {
+  // `headers` takes its method and URL, `agents` its action and name; no other an argument.
+  if (command !== "headers" && command !== "agents" && rest.length > 0) {
     throw new CliError(EXIT.USAGE, `Unexpected argument: ${rest[0]}`);
   }
 
@@ -136,18 +148,37 @@ async function main(argv: string[]): Promise<void> {
         json: values.json ?? false,
         target: tokenTarget(values.audience, values.resource),
         dpop: values.dpop ?? false,
+        agent: values.agent,
       });
     case "headers":
       return commands.headers(ctx, {
         fresh: values.fresh ?? false,
         target: tokenTarget(values.audience, values.resource),
+        agent: values.agent,
         ...requestOf(rest),
       });
+    case "agents":
+      return agents(ctx, rest, values.json ?? false);
     case "status":
       return commands.status(ctx);
     case "logout":
       return commands.logout(ctx, { local: values.local ?? false });
   }
+}
+
+/** `agents add <name>`, `agents list`, `agents revoke <name>`. */
+function agents(ctx: commands.CommandContext, args: string[], json: boolean): Promise<void> {
+  const [action, name, ...more] = args;
+  if (more.length === 0 && action === "list" && name === undefined) {
+    return agentCommands.listAgents(ctx, { json });
+  }
+  if (more.length === 0 && name !== undefined && action === "add") {
+    return agentCommands.addAgent(ctx, { name });
+  }
+  if (more.length === 0 && name !== undefined && action === "revoke") {
+    return agentCommands.revokeAgent(ctx, { name });
+  }
+  throw new CliError(EXIT.USAGE, `Give add <name>, list or revoke <name>\n\n${HELP.agents}`);
 }
 
 /** `headers`' arguments: an HTTP method (RFC 9110 token, upper-cased) and an http(s) URL. */

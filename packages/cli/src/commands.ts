@@ -1,10 +1,18 @@
+import { agentJwtFor } from "./agent-commands.ts";
 import { loginWithBrowser } from "./device-login.ts";
 import { createPrivateJwk, type DpopKey, dpopProof, importDpopKey } from "./dpop-key.ts";
 import { CliError, EXIT } from "./exit-codes.ts";
-import { looksLikeUserKey, type MintedToken, mintSessionToken, type TokenTarget } from "./mint.ts";
+import {
+  looksLikeUserKey,
+  type MintedToken,
+  mintAtSessionTokens,
+  mintSessionToken,
+  type TokenTarget,
+} from "./mint.ts";
 import type { Profiles } from "./profiles.ts";
 import { promptHidden, readStdin } from "./read-secret.ts";
 import { type RevokeResult, revokeUserKey } from "./revoke.ts";
+import { printable } from "./terminal-text.ts";
 
 export interface CommandContext {
   url: string;
@@ -64,13 +72,17 @@ export async function login(
   else ctx.tell(`Replaced key ${shown(previous)}, but ${stillLive(ctx, previous, revoked)}`);
 }
 
+/** Whose token to mint: the login's own, or one that names an agent saved under it. */
+type Minter = { agent?: string | undefined };
+
 /**
  * Prints a session token: a bearer one, or with `dpop` one bound to the login's DPoP key
- * (RFC 9449), to be sent as `Authorization: DPoP` with a proof per request (`headers`).
+ * (RFC 9449), to be sent as `Authorization: DPoP` with a proof per request (`headers`). With
+ * `agent`, the token names that agent (its JWT proves it at the mint): partners see which agent.
  */
 export async function token(
   ctx: CommandContext,
-  options: { fresh: boolean; json: boolean; target: TokenTarget; dpop: boolean },
+  options: { fresh: boolean; json: boolean; target: TokenTarget; dpop: boolean } & Minter,
 ): Promise<void> {
   const key = savedKey(ctx);
   const dpopKey = options.dpop ? await loginDpopKey(ctx) : null;
@@ -86,7 +98,7 @@ export async function token(
  */
 export async function headers(
   ctx: CommandContext,
-  options: { fresh: boolean; target: TokenTarget; method: string; url: string },
+  options: { fresh: boolean; target: TokenTarget; method: string; url: string } & Minter,
 ): Promise<void> {
   const key = savedKey(ctx);
   const dpopKey = await loginDpopKey(ctx);
@@ -100,21 +112,51 @@ export async function headers(
   ctx.out(`DPoP: ${proof}`);
 }
 
-/** A cached token (bearer, or bound to `dpopKey`) with enough life left, or a fresh one. */
+/**
+ * A cached token (bearer, or bound to `dpopKey`; the login's or an agent's) with enough life
+ * left, or a fresh one. An agent's token is minted at `/api/session-tokens` with its JWT.
+ */
 async function usableToken(
   ctx: CommandContext,
   key: string,
-  options: { fresh: boolean; target: TokenTarget },
+  options: { fresh: boolean; target: TokenTarget } & Minter,
   dpopKey: DpopKey | null,
 ): Promise<MintedToken> {
   const binding = dpopKey && { jkt: dpopKey.jkt };
-  const { target } = options;
-  const cached = options.fresh ? undefined : ctx.profiles.cachedToken(ctx.url, target, binding);
+  const { target, agent } = options;
+  if (agent && target && "resource" in target) {
+    throw new CliError(
+      EXIT.USAGE,
+      "--agent mints for any partner or one --audience, not --resource",
+    );
+  }
+  const saved = agent ? ctx.profiles.agents(ctx.url)[agent] : undefined;
+  if (agent && !saved) {
+    throw new CliError(
+      EXIT.USAGE,
+      `No agent named ${printable(agent, 100)} is saved for ${ctx.url}. Run: agentpass agents list`,
+    );
+  }
+  const cached = options.fresh
+    ? undefined
+    : ctx.profiles.cachedToken(ctx.url, target, binding, saved?.id);
   if (cached && Date.parse(cached.expiresAt) - ctx.now() > ctx.minTtlSeconds * 1000) {
     return cached;
   }
-  const minted = await mintSessionToken(ctx.url, key, target, dpopKey, ctx.now);
-  ctx.profiles.cacheToken(ctx.url, target, minted, binding);
+  const minted =
+    agent && saved
+      ? await mintAtSessionTokens(
+          ctx.url,
+          key,
+          {
+            agent: await agentJwtFor(ctx, saved),
+            ...(target && "audience" in target && { audience: target.audience }),
+          },
+          dpopKey,
+          ctx.now,
+        )
+      : await mintSessionToken(ctx.url, key, target, dpopKey, ctx.now);
+  ctx.profiles.cacheToken(ctx.url, target, minted, binding, saved?.id);
   return minted;
 }
 

@@ -45,7 +45,7 @@ export async function mintSessionToken(
   now: () => number,
 ): Promise<MintedToken> {
   if (target && "audience" in target) {
-    return mintForAudience(url, userKey, target.audience, dpopKey, now);
+    return mintAtSessionTokens(url, userKey, { audience: target.audience }, dpopKey, now);
   }
   const form = {
     grant_type: "refresh_token",
@@ -111,19 +111,20 @@ export function sessionTokenOf(answer: ServiceAnswer, now: () => number): Minted
 }
 
 /**
- * `POST /api/session-tokens` with `{ audience }`: a token only that partner can verify, bound
- * to `dpopKey` by a proof for this request (no `ath`, no nonce) when there is one.
+ * `POST /api/session-tokens` with `{ audience }` (a token only that partner can verify) and/or
+ * `{ agent }` (an agent's JWT: the token names the agent), bound to `dpopKey` by a proof for this
+ * request (no `ath`, no nonce) when there is one.
  */
-async function mintForAudience(
+export async function mintAtSessionTokens(
   url: string,
   userKey: string,
-  audience: string,
+  body: { audience?: string; agent?: string },
   dpopKey: DpopKey | null,
   now: () => number,
 ): Promise<MintedToken> {
   const mintUrl = `${url}/api/session-tokens`;
   const answer = await postToService(url, "/api/session-tokens", {
-    json: { audience },
+    json: body,
     bearer: userKey,
     ...(dpopKey && { dpop: dpopProof(dpopKey, { method: "POST", url: mintUrl }, now) }),
   });
@@ -135,6 +136,9 @@ async function mintForAudience(
   }
   const reason = reasonOf(answer);
   if (answer.body.code === "dpop_proof_invalid") throw proofRefused(reason);
+  if (answer.body.code === "agent_jwt_invalid") {
+    throw new CliError(EXIT.ERROR, `AgentPass refused the agent (${reason})`);
+  }
   if (answer.status === 401 || answer.status === 403) throw keyRejected(reason);
   if (answer.status === 429) throw tooMany(answer);
   throw new CliError(EXIT.ERROR, `AgentPass could not mint a token: ${reason}`);

@@ -8,6 +8,15 @@ interface Profile {
   savedAt: string;
   /** The login's DPoP key (RFC 9449), a private JWK: as secret as the user key beside it. */
   dpopKey?: JsonWebKey;
+  /** The login's host key (Agent Auth Protocol), a private Ed25519 JWK: made for its first agent. */
+  hostKey?: JsonWebKey;
+  /** The agents registered under that host, by name: each its id and private Ed25519 JWK. */
+  agents?: Record<string, SavedAgent>;
+}
+
+export interface SavedAgent {
+  id: string;
+  key: JsonWebKey;
 }
 
 interface CachedToken {
@@ -30,9 +39,9 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
   const profiles = () => readJsonFile<Record<string, Profile>>(join(dir, CREDENTIALS), {});
   const tokens = () => readJsonFile<Record<string, CachedToken>>(join(dir, TOKENS), {});
   // "<url> " for any partner, "<url> <partner id>" for an audience, "<url> resource <url>";
-  // a bound token's key has "dpop <jkt> " after the URL.
-  const tokenKey = (url: string, target: TokenTarget, binding: TokenBinding) =>
-    `${url} ${binding ? `dpop ${binding.jkt} ` : ""}${target === null ? "" : "audience" in target ? target.audience : `resource ${target.resource}`}`;
+  // a bound token's key has "dpop <jkt> " after the URL, an agent's "agent <id> ".
+  const tokenKey = (url: string, target: TokenTarget, binding: TokenBinding, agent?: string) =>
+    `${url} ${agent ? `agent ${agent} ` : ""}${binding ? `dpop ${binding.jkt} ` : ""}${target === null ? "" : "audience" in target ? target.audience : `resource ${target.resource}`}`;
 
   return {
     dir,
@@ -62,6 +71,29 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
       if (!profile || profile.dpopKey) return;
       writePrivateJsonFile(dir, CREDENTIALS, { ...all, [url]: { ...profile, dpopKey } });
     },
+    /** The login's host key, made and saved now when it has none yet. */
+    hostKey(url: string, make: () => JsonWebKey): JsonWebKey | undefined {
+      const all = profiles();
+      const profile = all[url];
+      if (!profile) return undefined;
+      if (profile.hostKey) return profile.hostKey;
+      const hostKey = make();
+      writePrivateJsonFile(dir, CREDENTIALS, { ...all, [url]: { ...profile, hostKey } });
+      return hostKey;
+    },
+    agents(url: string): Record<string, SavedAgent> {
+      return profiles()[url]?.agents ?? {};
+    },
+    /** Saves (or, with `null`, forgets) an agent of the login by name. */
+    saveAgent(url: string, name: string, agent: SavedAgent | null): void {
+      const all = profiles();
+      const profile = all[url];
+      if (!profile) return;
+      const agents = { ...profile.agents };
+      if (agent) agents[name] = agent;
+      else delete agents[name];
+      writePrivateJsonFile(dir, CREDENTIALS, { ...all, [url]: { ...profile, agents } });
+    },
     forget(url: string): boolean {
       const all = profiles();
       const known = url in all;
@@ -74,16 +106,18 @@ export function openProfiles(env: NodeJS.ProcessEnv = process.env) {
       url: string,
       target: TokenTarget,
       binding: TokenBinding = null,
+      agent?: string,
     ): CachedToken | undefined {
-      return tokens()[tokenKey(url, target, binding)];
+      return tokens()[tokenKey(url, target, binding, agent)];
     },
     cacheToken(
       url: string,
       target: TokenTarget,
       token: CachedToken,
       binding: TokenBinding = null,
+      agent?: string,
     ): void {
-      const key = tokenKey(url, target, binding);
+      const key = tokenKey(url, target, binding, agent);
       writePrivateJsonFile(dir, TOKENS, { ...tokens(), [key]: token });
     },
   };

@@ -121,13 +121,15 @@ type HostJudgement =
 /**
  * Section 4.5.1: a host's JWT, with `aud` the issuer, signed by the key its `iss` is the
  * thumbprint of — the stored key of a known host, or for a registration (`registering`) the
- * `host_public_key` it carries. Its `jti` is spent last. A pending host may only register.
+ * `host_public_key` it carries. Its `jti` is spent last. A pending host may only register, and
+ * read the status of its agents (`readsStatus`): that is how it learns it was approved.
  */
 export async function judgeHostJwt(
   ctx: AgentCtx,
   token: string | undefined,
   issuer: string,
   registering = false,
+  readsStatus = false,
 ): Promise<HostJudgement> {
   if (!token) return invalidJwt("Send a host JWT as Authorization: Bearer");
   const read = readJwt(token, "host+jwt");
@@ -161,7 +163,7 @@ export async function judgeHostJwt(
   if (!verified.ok) return invalidJwt(verified.check);
   if (host?.status === "revoked") return refusal(403, "host_revoked", "The host has been revoked");
   if (host?.status === "rejected") return refusal(403, "host_rejected", "The host was rejected");
-  if (host?.status === "pending" && !registering) {
+  if (host?.status === "pending" && !registering && !readsStatus) {
     return refusal(403, "host_pending", "The host is waiting for its person's approval");
   }
   if (!(await spendJti(ctx, `host:${iss}`, verified.claims.jti))) {

@@ -181,7 +181,7 @@ export function agentAuthEndpoints(
     input: { query: z.object({ agent_id: z.string().min(1).max(100) }) },
     refuseInput: refuseAgentAuthInput,
     async handle(_request, { admitted, query }) {
-      const host = await judgeHostJwt(ctx, admitted, issuer);
+      const host = await judgeHostJwt(ctx, admitted, issuer, false, true);
       if (!host.ok) return refused(host);
       if (!host.host) return refused(refusal(401, "invalid_jwt", "Invalid JWT: unknown host"));
       const agent = await agentOfHost(ctx, host.host, query.agent_id);
