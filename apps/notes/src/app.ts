@@ -65,8 +65,9 @@ export function createNotesApi(
   const { publicUrl } = options;
   const metrics = options.metrics ?? createServiceMetrics();
   const counts = createAuthenticationCounts(metrics.registry);
-  const verified = verifiedUser(ctx, { publicUrl, path: RESOURCE_PATHS.api }, counts);
-  const bound = boundTokenUser(ctx, { publicUrl, path: RESOURCE_PATHS.mcp }, counts);
+  const { agentpassUrl } = options;
+  const verified = verifiedUser(ctx, { publicUrl, path: RESOURCE_PATHS.api, agentpassUrl }, counts);
+  const bound = boundTokenUser(ctx, { publicUrl, path: RESOURCE_PATHS.mcp, agentpassUrl }, counts);
   const api: Endpoint[] = [
     indexEndpoint(() => api),
     ...noteEndpoints(ctx, verified),

@@ -122,10 +122,11 @@ for (const engine of testEngines()) {
       ];
       for (const answer of challenges) {
         assert.equal(answer.status, 401);
-        // RFC 6750's challenge first (resource-server.test.ts), then the x-session-token one.
+        // RFC 6750's challenge first (resource-server.test.ts), then the x-session-token one,
+        // then the Agent Auth Protocol's (section 5.14): where an agent registers its own key.
         assert.match(
           answer.headers.get("www-authenticate") ?? "",
-          /^Bearer resource_metadata="[^"]+".*, AgentPass-Session header="x-session-token"$/,
+          /^Bearer resource_metadata="[^"]+".*, AgentPass-Session header="x-session-token", AgentAuth discovery="http:\/\/[^"]+\/\.well-known\/agent-configuration"$/,
         );
       }
       const bearer = await notes.app.request("/api/notes", {

@@ -17,10 +17,12 @@ const METADATA = `${PUBLIC_URL}/.well-known/oauth-protected-resource`;
 /** Where the tests' requests really go is not where the agent was told the API is. */
 const ELSEWHERE = "http://notes.internal";
 const BOUND = "This session token is bound to a key: send its DPoP proof";
+/** AgentPass's Agent Auth discovery, which every 401 names last (set once AgentPass runs). */
+let discovery = "";
 
 /** The challenge of a 401 for a bound token's missing (`invalid_token`) or refused proof. */
 function dpopChallenge(error: "invalid_token" | "invalid_dpop_proof", description: string) {
-  return `Bearer resource_metadata="${METADATA}", DPoP error="${error}", error_description="${description}", algs="ES256 EdDSA", AgentPass-Session header="x-session-token"`;
+  return `Bearer resource_metadata="${METADATA}", DPoP error="${error}", error_description="${description}", algs="ES256 EdDSA", AgentPass-Session header="x-session-token", AgentAuth discovery="${discovery}"`;
 }
 
 for (const engine of testEngines()) {
@@ -30,6 +32,7 @@ for (const engine of testEngines()) {
     before(async () => {
       const identityUrl = `http://127.0.0.1:${await freePort()}`;
       notes = await openTestNotes(engine, { PUBLIC_URL: identityUrl }, { PUBLIC_URL });
+      discovery = `${identityUrl}/.well-known/agent-configuration`;
       // Proofs carry the wall clock's time (`iat`), which AgentPass takes within a minute of its
       // own: the services' clock starts where the wall clock is.
       notes.advance(Date.now() - notes.now());

@@ -207,7 +207,7 @@ for (const engine of testEngines()) {
         });
       const metadata = `${notesUrl}/.well-known/oauth-protected-resource/mcp`;
       const challenge = (error: string, description: string) =>
-        `Bearer resource_metadata="${metadata}", DPoP error="${error}", error_description="${description}", algs="ES256 EdDSA", AgentPass-Session header="x-session-token"`;
+        `Bearer resource_metadata="${metadata}", DPoP error="${error}", error_description="${description}", algs="ES256 EdDSA", AgentPass-Session header="x-session-token", AgentAuth discovery="${notes.identity.url}/.well-known/agent-configuration"`;
       const bound = "This session token is bound to a key: send its DPoP proof";
       const proof = (signer: DpopSession, htu: string) =>
         signer.buildProof({ htm: "POST", htu, accessToken: token });

@@ -12,7 +12,8 @@ import { openTestNotes, type TestNotes } from "./support/harness.ts";
 
 const PUBLIC_URL = "https://notes.example";
 const MCP_CHALLENGE = `Bearer resource_metadata="${PUBLIC_URL}/.well-known/oauth-protected-resource/mcp"`;
-const LEGACY = 'AgentPass-Session header="x-session-token"';
+/** The challenges after Bearer: the x-session-token one, then AgentPass's Agent Auth discovery. */
+let LEGACY = 'AgentPass-Session header="x-session-token"';
 const TOOLS = [
   "create_note",
   "create_tag",
@@ -56,6 +57,7 @@ for (const engine of testEngines()) {
 
     before(async () => {
       notes = await openTestNotes(engine, {}, { PUBLIC_URL });
+      LEGACY = `AgentPass-Session header="x-session-token", AgentAuth discovery="${notes.identity.url}/.well-known/agent-configuration"`;
       // A real port, as an MCP client meets it; the harness closes the service itself.
       server = await startServer(
         { listener: notes.service.listener, close: async () => {} },

@@ -7,7 +7,8 @@ import { openTestNotes, type TestNotes } from "./support/harness.ts";
 const PUBLIC_URL = "https://notes.example";
 const API_METADATA = `${PUBLIC_URL}/.well-known/oauth-protected-resource`;
 const MCP_METADATA = `${API_METADATA}/mcp`;
-const LEGACY = 'AgentPass-Session header="x-session-token"';
+/** The challenges after Bearer: the x-session-token one, then AgentPass's Agent Auth discovery. */
+let LEGACY = 'AgentPass-Session header="x-session-token"';
 
 /** What the challenge of a 401 for a good token without an account says instead of an error. */
 const NO_ACCOUNT =
@@ -34,6 +35,7 @@ for (const engine of testEngines()) {
 
     before(async () => {
       notes = await openTestNotes(engine, {}, { PUBLIC_URL });
+      LEGACY = `AgentPass-Session header="x-session-token", AgentAuth discovery="${notes.identity.url}/.well-known/agent-configuration"`;
     });
     after(() => notes.close());
 

@@ -7,13 +7,14 @@ import {
   PROOF_REQUIRED,
   type VerifyContext,
 } from "./request-proof.ts";
+import type { Agent } from "./result.ts";
 
 /**
  * The outcome of authenticating one request, with the answer to give when it fails. For the two
  * proof codes `error` is AgentPass's message, saying which check failed.
  */
 export type AuthResult =
-  | { ok: true; email: string }
+  | { ok: true; email: string; agent?: Agent }
   | {
       ok: false;
       status: 400 | 401 | 503;
@@ -37,6 +38,12 @@ export interface AuthOptions {
    * and the request's path. Default: the scheme and host the request itself was addressed to.
    */
   publicUrl?: string | undefined;
+  /**
+   * The AgentPass URL whose Agent Auth discovery a 401 names (`WWW-Authenticate: AgentAuth
+   * discovery="<url>/.well-known/agent-configuration"`, beside Bearer), so that an agent that
+   * knows the Agent Auth Protocol finds where to register. Unset: no such challenge.
+   */
+  agentAuthChallenge?: string | undefined;
 }
 
 /** A request as the middlewares read it. */
@@ -111,15 +118,20 @@ export function failureHeaders(
   status: 400 | 401 | 503,
   code?: Exclude<AuthResult, { ok: true }>["code"],
   error?: string,
+  agentAuthChallenge?: string,
 ): Record<string, string> {
   if (status === 503) return { "Retry-After": String(RETRY_AFTER_SECONDS) };
+  const agentAuth =
+    status === 401 && agentAuthChallenge
+      ? `, AgentAuth discovery="${agentAuthChallenge.replace(/\/+$/, "")}/.well-known/agent-configuration"`
+      : "";
   if (code === PROOF_REQUIRED || code === PROOF_INVALID) {
-    return { "WWW-Authenticate": dpopChallenge(code, error) };
+    return { "WWW-Authenticate": `${dpopChallenge(code, error)}${agentAuth}` };
   }
   const bearerError =
     status === 400 ? "invalid_request" : code === "session_token_invalid" ? "invalid_token" : "";
   const bearer = bearerError ? `Bearer error="${bearerError}"` : "Bearer";
-  return { "WWW-Authenticate": `${bearer}, ${SESSION_TOKEN_CHALLENGE}` };
+  return { "WWW-Authenticate": `${bearer}, ${SESSION_TOKEN_CHALLENGE}${agentAuth}` };
 }
 
 /**
@@ -205,7 +217,11 @@ async function authenticateToken(
 ): Promise<AuthResult> {
   if (!token) return MISSING;
   const result = await verifier.verify(token, context);
-  if (result.ok) return { ok: true, email: result.email };
+  if (result.ok) {
+    return result.agent
+      ? { ok: true, email: result.email, agent: result.agent }
+      : { ok: true, email: result.email };
+  }
   switch (result.code) {
     case "session_token_invalid":
     case "session_token_field_invalid":

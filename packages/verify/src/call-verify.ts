@@ -1,6 +1,12 @@
 import { postToAgentPass, type ServiceCall } from "./post-to-agentpass.ts";
 import type { RequestProof } from "./request-proof.ts";
-import { LOCAL_CODES, NETWORK_ERROR, TOKEN_EXPIRES_HEADER, type VerifyResult } from "./result.ts";
+import {
+  type Agent,
+  LOCAL_CODES,
+  NETWORK_ERROR,
+  TOKEN_EXPIRES_HEADER,
+  type VerifyResult,
+} from "./result.ts";
 
 interface CallOptions extends ServiceCall {
   sessionToken: string;
@@ -21,9 +27,14 @@ export async function callVerify(options: CallOptions): Promise<VerifyResult> {
   const { status, body } = answer;
   if (status === 200 && typeof body?.email === "string" && body.email !== "") {
     const expiresAt = parseDate(answer.headers.get(TOKEN_EXPIRES_HEADER));
-    return expiresAt
-      ? { ok: true, email: body.email, status: 200, expiresAt }
-      : { ok: true, email: body.email, status: 200 };
+    const agent = agentOf(body.agent);
+    return {
+      ok: true,
+      email: body.email,
+      status: 200,
+      ...(expiresAt && { expiresAt }),
+      ...(agent && { agent }),
+    };
   }
   if (status !== 200 && typeof body?.error === "string") {
     const code = typeof body.code === "string" ? body.code : LOCAL_CODES.unexpectedResponse;
@@ -44,6 +55,13 @@ export async function callVerify(options: CallOptions): Promise<VerifyResult> {
 function dpopField(dpop: RequestProof | undefined) {
   if (dpop?.proof === undefined) return undefined;
   return { proof: dpop.proof, method: dpop.method, url: dpop.url };
+}
+
+/** The answer's `agent`, when it is one: an id and a name, both strings. */
+function agentOf(value: unknown): Agent | null {
+  if (typeof value !== "object" || value === null) return null;
+  const { id, name } = value as Record<string, unknown>;
+  return typeof id === "string" && typeof name === "string" ? { id, name } : null;
 }
 
 function parseDate(value: string | null): Date | null {

@@ -174,8 +174,9 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
       const { dpop } = proof;
       const token = sessionToken as string;
       // A proof is spent by its check: the answer is this request's alone. Caching or sharing it
-      // would let a replayed proof (or none) ride on another request's success.
-      if (cacheTtlMs === 0 || dpop) return ask(token, context, dpop);
+      // would let a replayed proof (or none) ride on another request's success. So is an agent's
+      // JWT (Agent Auth Protocol), used once: a cached answer would accept its replay.
+      if (cacheTtlMs === 0 || dpop || isAgentJwt(token)) return ask(token, context, dpop);
       const key = await digest(token);
       const hit = cache.get(key);
       if (hit && hit.until > now()) return hit.result;
@@ -213,6 +214,22 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
       return result;
     },
   };
+}
+
+/**
+ * Whether a token is an agent's JWT (its header says `typ: agent+jwt`) rather than a session
+ * token (`aps_…`): read without trusting it, only to know it must not be cached.
+ */
+export function isAgentJwt(token: string): boolean {
+  if (!token.startsWith("eyJ")) return false;
+  try {
+    const header = JSON.parse(
+      atob(token.slice(0, token.indexOf(".")).replaceAll("-", "+").replaceAll("_", "/")),
+    );
+    return header?.typ === "agent+jwt";
+  } catch {
+    return false;
+  }
 }
 
 interface SyncHash {

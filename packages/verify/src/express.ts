@@ -6,6 +6,7 @@ import {
 } from "./authenticate.ts";
 import { calledUrl, publicBaseOf } from "./called-url.ts";
 import { toVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
+import type { Agent } from "./result.ts";
 
 /** The parts of a Node request the middleware reads and sets (Express and Connect alike). */
 export interface AgentPassRequest {
@@ -20,6 +21,8 @@ export interface AgentPassRequest {
   /** The connection, a TLS one (`encrypted`) when served over https by Node itself. */
   socket?: unknown;
   agentpassEmail?: string;
+  /** The agent acting for the person, when the token names one (issue 54). */
+  agentpassAgent?: Agent;
 }
 
 // With Express's own types installed, `req.agentpassEmail` is typed in every handler after the
@@ -29,6 +32,8 @@ declare global {
     interface Request {
       /** The verified email of the person whose agent sent the request, set by `agentPassAuth`. */
       agentpassEmail?: string;
+      /** The agent acting for that person, when its token names one, set by `agentPassAuth`. */
+      agentpassAgent?: Agent;
     }
   }
 }
@@ -66,12 +71,18 @@ export function agentPassAuth(
       (auth) => {
         if (auth.ok) {
           req.agentpassEmail = auth.email;
+          if (auth.agent) req.agentpassAgent = auth.agent;
           next();
           return;
         }
         res.statusCode = auth.status;
         res.setHeader("Content-Type", "application/json");
-        const headers = failureHeaders(auth.status, auth.code, auth.error);
+        const headers = failureHeaders(
+          auth.status,
+          auth.code,
+          auth.error,
+          options.agentAuthChallenge,
+        );
         for (const [name, value] of Object.entries(headers)) {
           res.setHeader(name, value);
         }

@@ -2,9 +2,10 @@ import type { MiddlewareHandler } from "hono";
 import { type AuthOptions, authenticateHeaders, failureHeaders } from "./authenticate.ts";
 import { calledUrlOf, publicBaseOf } from "./called-url.ts";
 import { toVerifier, type Verifier, type VerifierOptions } from "./create-verifier.ts";
+import type { Agent } from "./result.ts";
 
 /** The variables the middleware sets on the Hono context. */
-export type AgentPassVariables = { agentpassEmail: string };
+export type AgentPassVariables = { agentpassEmail: string; agentpassAgent?: Agent };
 
 /**
  * Hono middleware: authenticates the session token (`x-session-token`, `Authorization: Bearer`,
@@ -38,10 +39,11 @@ export function agentPassAuth(
       return c.json(
         { error: auth.error, code: auth.code },
         auth.status,
-        failureHeaders(auth.status, auth.code, auth.error),
+        failureHeaders(auth.status, auth.code, auth.error, options.agentAuthChallenge),
       );
     }
     c.set("agentpassEmail", auth.email);
+    if (auth.agent) c.set("agentpassAgent", auth.agent);
     await next();
   };
 }

@@ -10,6 +10,7 @@ export { type IntrospectResult, TOKEN_INACTIVE } from "./call-introspect.ts";
 export { type CanonicalEmailResult, canonicalizeEmail } from "./canonical-email.ts";
 export {
   createVerifier,
+  isAgentJwt,
   MAX_CACHE_TTL_MS,
   type Verifier,
   type VerifierFault,
@@ -18,5 +19,5 @@ export {
 export { type IntrospectOptions, introspect } from "./introspect.ts";
 export type { CallContext } from "./post-to-agentpass.ts";
 export type { RequestProof, VerifyContext } from "./request-proof.ts";
-export { LOCAL_CODES, NETWORK_ERROR, type VerifyResult } from "./result.ts";
+export { type Agent, LOCAL_CODES, NETWORK_ERROR, type VerifyResult } from "./result.ts";
 export { verify } from "./verify.ts";

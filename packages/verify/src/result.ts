@@ -9,8 +9,17 @@
  * else if (result.code === "partner_key_revoked") console.error("rotate the partner key");
  */
 export type VerifyResult =
-  | { ok: true; email: string; status: 200; expiresAt?: Date }
+  | { ok: true; email: string; status: 200; expiresAt?: Date; agent?: Agent }
   | { ok: false; error: string; status: number; code: string };
+
+/**
+ * The agent acting for the person, when the token was an agent's JWT or one an agent minted
+ * (issue 54): its id (`agt_…`) and the name its person approved. Absent for any other token.
+ */
+export interface Agent {
+  id: string;
+  name: string;
+}
 
 /**
  * The codes of failures found before or without an answer from AgentPass; every other code is

@@ -3,6 +3,7 @@ import {
   type CallContext,
   canonicalizeEmail,
   failureHeaders,
+  isAgentJwt,
   type RequestProof,
   TOKEN_INACTIVE,
 } from "@agentpass/verify";
@@ -33,6 +34,8 @@ export type Authenticate = (request: ApiCall) => Promise<User>;
 interface ProtectedResource {
   publicUrl: string;
   path: string;
+  /** AgentPass's public URL: its Agent Auth discovery is named in every 401's challenges. */
+  agentpassUrl: string;
 }
 
 type ProofCode = "session_token_proof_required" | "session_token_proof_invalid";
@@ -56,8 +59,11 @@ const TOO_LONG = "Invalid DPoP proof: The DPoP proof is too long";
 /** Every refusal of authentication, built once per protected resource (its challenge differs). */
 function refusalsFor(resource: ProtectedResource) {
   const metadataUrl = resourceMetadataUrl(resource.publicUrl, resource.path);
+  const discovery = `${resource.agentpassUrl}/.well-known/agent-configuration`;
   const challenge = (error?: "invalid_token" | "invalid_request", description?: string) => ({
-    headers: { "WWW-Authenticate": challengeOf(metadataUrl, { error, description }) },
+    headers: {
+      "WWW-Authenticate": challengeOf(metadataUrl, { error, description }, undefined, discovery),
+    },
   });
   return {
     conflict: new HttpError(ERRORS.invalid_request, challenge("invalid_request")),
@@ -80,7 +86,7 @@ function refusalsFor(resource: ProtectedResource) {
       const dpop = { error: DPOP_ERRORS[code], description: message };
       return new HttpError(ERRORS[code], {
         message,
-        headers: { "WWW-Authenticate": challengeOf(metadataUrl, {}, dpop) },
+        headers: { "WWW-Authenticate": challengeOf(metadataUrl, {}, dpop, discovery) },
       });
     },
   };
@@ -136,6 +142,14 @@ export function boundTokenUser(
     // A verifier without introspection (no partner key configured) cannot tell: never a pass.
     if (!ctx.verifier.introspect) throw unavailable(ctx, counts, refuse, "no_partner_key");
     const dpop = requestProofOf(sent, request, resource.publicUrl);
+    // An agent's own JWT (Agent Auth Protocol) is for us alone by its `aud`, which AgentPass
+    // checks against our resources, and good once: verified, it is as bound as a token can be.
+    if (isAgentJwt(sent.token)) {
+      const verified = await ctx.verifier.verify(sent.token, callContextOf(request));
+      if (verified.ok) return localUser(ctx, verified.email, refuse.noAccount);
+      if (verified.code === "session_token_invalid") throw refuse.invalid;
+      throw unavailable(ctx, counts, refuse, verified.code);
+    }
     const result = await ctx.verifier.introspect(sent.token, { ...callContextOf(request), dpop });
     if (!result.ok) {
       if (result.code === TOKEN_INACTIVE) throw refuse.invalid;

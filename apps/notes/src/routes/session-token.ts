@@ -77,6 +77,7 @@ export function challengeOf(
   resourceMetadataUrl: string,
   bearer: { error?: BearerError; description?: string } = {},
   dpop?: { error: DpopError; description: string },
+  agentAuthDiscovery?: string,
 ): string {
   let challenge = `Bearer resource_metadata="${resourceMetadataUrl}"`;
   if (bearer.error) challenge += `, error="${bearer.error}"`;
@@ -85,7 +86,11 @@ export function challengeOf(
     const description = quotable(dpop.description);
     challenge += `, DPoP error="${dpop.error}", error_description="${description}", algs="${DPOP_CHALLENGE_ALGS}"`;
   }
-  return `${challenge}, ${SESSION_TOKEN_CHALLENGE}`;
+  challenge += `, ${SESSION_TOKEN_CHALLENGE}`;
+  // Agent Auth Protocol section 5.14: where an agent registers to act here with its own key.
+  return agentAuthDiscovery
+    ? `${challenge}, AgentAuth discovery="${agentAuthDiscovery}"`
+    : challenge;
 }
 
 /**
