@@ -3,6 +3,12 @@ import { randomUUID } from "node:crypto";
 import { after, describe, it } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import formats from "ajv-formats";
+import { hashUserCode } from "../../apps/identity/src/domain/device-login.ts";
+import {
+  ed25519Key,
+  hostJwt,
+  signingClock,
+} from "../../apps/identity/test/support/agent-auth-client.ts";
 import { openTestIdentity } from "../../apps/identity/test/support/harness.ts";
 import { openTestNotes } from "../../apps/notes/test/support/harness.ts";
 
@@ -84,13 +90,74 @@ describe("the identity service's OpenAPI document describes every live answer", 
     body: new URLSearchParams(fields).toString(),
   });
   const json = (value: unknown) => ({ type: JSON_TYPE, body: JSON.stringify(value) });
+  // Agent Auth: host JWTs are signed on the service's clock, each used once, so every valid
+  // request of a host endpoint gets a host (and an agent of it) of its own, approved.
+  signingClock.now = identity.now;
+  const configuration = await identity.app.request("/.well-known/agent-configuration");
+  const { issuer } = (await configuration.json()) as { issuer: string };
+  const person = await identity.account();
+  async function approvedAgent() {
+    const host = await ed25519Key();
+    const agent = await ed25519Key();
+    const registered = await identity.app.request("/agent/register", {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${await hostJwt(host, issuer, { agent_public_key: agent.jwk })}`,
+      },
+      body: JSON.stringify({ name: "contract" }),
+    });
+    const { agent_id: agentId, approval } = (await registered.json()) as {
+      agent_id: string;
+      approval: { user_code: string };
+    };
+    const codeHash = hashUserCode(identity.ctx, approval.user_code);
+    const pending = await identity.ctx.agents.findPendingAgentApproval(codeHash, identity.now());
+    assert.ok(pending);
+    await identity.ctx.agents.decideAgentApproval(
+      pending.deviceHash,
+      person.id,
+      "approve",
+      identity.now(),
+    );
+    const headers = async () => ({ authorization: `Bearer ${await hostJwt(host, issuer)}` });
+    return { agentId, headers };
+  }
+  const asHost = async (body: (agentId: string) => unknown) => {
+    const { agentId, headers } = await approvedAgent();
+    return { ...json(body(agentId)), headers: await headers() };
+  };
   await contractOf("identity", {
     send: identity.app.request,
     schemes: {
       partnerKey: bearer(partner.key, "apk_wrong"),
       userKey: bearer(user.key, "apu_wrong"),
+      // The working JWT is each valid request's own (`asHost`): one is good once.
+      hostJwt: { valid: {}, wrong: { authorization: "Bearer eyJhbGciOiJFZERTQSJ9.e30.AAAA" } },
     },
     valid: {
+      async agentAuthRegister() {
+        const host = await ed25519Key();
+        const agent = await ed25519Key();
+        const jwt = await hostJwt(host, issuer, { agent_public_key: agent.jwk });
+        return { ...json({ name: "contract" }), headers: { authorization: `Bearer ${jwt}` } };
+      },
+      async agentAuthStatus() {
+        const { agentId, headers } = await approvedAgent();
+        return { query: `agent_id=${agentId}`, headers: await headers() };
+      },
+      agentAuthReactivate: () => asHost((agentId) => ({ agent_id: agentId })),
+      agentAuthRevoke: () => asHost((agentId) => ({ agent_id: agentId })),
+      agentAuthRotateKey: async () => {
+        const { jwk } = await ed25519Key();
+        return asHost((agentId) => ({ agent_id: agentId, public_key: jwk }));
+      },
+      agentAuthRotateHostKey: async () => {
+        const { jwk } = await ed25519Key();
+        return asHost(() => ({ public_key: jwk }));
+      },
+      agentAuthRevokeHost: () => asHost(() => ({})),
+      agentAuthIntrospect: () => json({ token: "eyJhbGciOiJFZERTQSJ9.e30.AAAA" }),
+      agentAuthDescribeCapability: () => ({ query: "name=read_notes" }),
       verifySessionToken: () => json({ sessionToken: token }),
       mintSessionToken: () => json({}),
       startDeviceLogin: () => json({ client_name: "contract" }),
@@ -113,7 +180,10 @@ describe("the identity service's OpenAPI document describes every live answer", 
         query: "response_type=code&client_id=agentpass-cli&code_challenge_method=S256",
       }),
     },
-    close: () => identity.close(),
+    close: async () => {
+      signingClock.now = () => Date.now();
+      await identity.close();
+    },
   });
 });
 

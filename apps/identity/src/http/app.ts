@@ -230,6 +230,13 @@ function apiDescription(publicUrl: string) {
           description: "A partner key (apk_…)",
         },
         userKey: { type: "http" as const, scheme: "bearer", description: "A user key (apu_…)" },
+        hostJwt: {
+          type: "http" as const,
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description:
+            "A host's JWT (Agent Auth Protocol `host+jwt`): EdDSA, `iss` the thumbprint of the host's Ed25519 key, `aud` this issuer, used once",
+        },
       },
     },
   };

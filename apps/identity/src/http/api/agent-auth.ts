@@ -62,7 +62,10 @@ const REFUSALS = {
   "400": errorResponse("invalid_request, unsupported_mode, unsupported_algorithm, …"),
   "401": errorResponse("invalid_jwt: the host's JWT is missing, invalid, expired or used"),
   "403": errorResponse("host_revoked, host_pending, agent_revoked, …"),
-  "404": errorResponse("agent_not_found"),
+  "404": errorResponse("agent_not_found, capability_not_found"),
+  "409": errorResponse("agent_exists, host_exists: the key is registered already"),
+  "413": errorResponse("invalid_request: the body is over the endpoint's limit"),
+  "429": errorResponse("rate_limited: too many registrations, or unknown partner keys"),
 };
 const Jwk = z.record(z.string(), z.unknown()).meta({ description: "A public Ed25519 JWK" });
 const AgentIdBody = z.object({ agent_id: z.string().min(1).max(100) });
@@ -85,6 +88,7 @@ export function agentAuthEndpoints(
       operationId: "agentAuthConfiguration",
       summary: "Agent Auth Protocol discovery (section 5.1)",
       tags: ["Agent Auth"],
+      security: [],
       responses: {
         "200": {
           description: "The provider's configuration; endpoints are absolute URLs",
@@ -295,6 +299,7 @@ export function agentAuthEndpoints(
     operation: operation(
       "agentAuthCapabilities",
       "The capabilities partners offer through AgentPass (section 5.2): none yet",
+      [],
     ),
     input: { query: z.object({ query: z.string().max(200).optional() }) },
     refuseInput: refuseAgentAuthInput,
@@ -306,7 +311,7 @@ export function agentAuthEndpoints(
     path: PATHS.describe_capability,
     public: true,
     renderError: renderAgentAuthError,
-    operation: operation("agentAuthDescribeCapability", "One capability (section 5.2.1)"),
+    operation: operation("agentAuthDescribeCapability", "One capability (section 5.2.1)", []),
     input: { query: z.object({ name: z.string().min(1).max(200) }) },
     refuseInput: refuseAgentAuthInput,
     handle: () => refused(refusal(404, "capability_not_found", "No such capability")),
@@ -321,10 +326,10 @@ export function agentAuthEndpoints(
       ...operation(
         "agentAuthIntrospect",
         "Introspect an agent JWT (section 5.12), authenticated with the partner key",
+        [{ partnerKey: [] }],
       ),
       description:
         "`Authorization: Bearer <partner key>`: 401 `partner_key_invalid` for a missing or unknown key, 403 `partner_key_revoked` for a revoked one (or a suspended partner). The JWT's `aud` must be one of the partner's resource URLs (by origin), and its `jti` is spent: a JWT is introspected once, on every instance.",
-      security: [{ partnerKey: [] }],
     },
     admit: bearerOf,
     input: { body: z.object({ token: z.string().min(1).max(8192) }) },
@@ -441,11 +446,16 @@ function knownHost(host: { host: import("../../store/agent-store.ts").HostRecord
   return host.host;
 }
 
-function operation(operationId: string, summary: string) {
+function operation(
+  operationId: string,
+  summary: string,
+  security: Record<string, string[]>[] = [{ hostJwt: [] }],
+) {
   return {
     operationId,
     summary,
     tags: ["Agent Auth"],
+    security,
     responses: {
       "200": {
         description: "The answer the protocol gives",
