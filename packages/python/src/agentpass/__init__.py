@@ -11,7 +11,7 @@ from ._authenticate import (
     AuthResult,
     authenticate,
 )
-from ._result import LOCAL_CODES, NETWORK_ERROR, VerifyResult
+from ._result import LOCAL_CODES, NETWORK_ERROR, Agent, VerifyResult
 from ._session_tokens import SessionTokenError, SessionTokens
 from ._verifier import MAX_CACHE_TTL, Verifier, VerifierFault
 from ._verify import verify
@@ -23,6 +23,7 @@ __all__ = [
     "MAX_CACHE_TTL",
     "NETWORK_ERROR",
     "RETRY_AFTER_SECONDS",
+    "Agent",
     "SESSION_TOKEN_CHALLENGE",
     "SESSION_TOKEN_HEADER",
     "AuthResult",

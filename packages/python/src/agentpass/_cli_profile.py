@@ -17,6 +17,10 @@ class SavedProfile:
 
     key: str
     dpop_key: dict[str, Any] | None = None
+    host_key: dict[str, Any] | None = None
+    """The login's host key (``hostKey``, Ed25519), made by ``agentpass agents add``."""
+    agents: dict[str, dict[str, Any]] | None = None
+    """The agents saved under it by name (``agents``): each its ``id`` and private ``key``."""
 
 
 def config_dir() -> Path:
@@ -39,10 +43,19 @@ def saved_profiles() -> dict[str, SavedProfile]:
     if not isinstance(saved, dict):
         return {}
     return {
-        url: SavedProfile(profile["key"], _dpop_key_of(profile))
+        url: SavedProfile(
+            profile["key"],
+            _dpop_key_of(profile),
+            _dict_or_none(profile.get("hostKey")),
+            _dict_or_none(profile.get("agents")),
+        )
         for url, profile in saved.items()
         if isinstance(profile, dict) and isinstance(profile.get("key"), str)
     }
+
+
+def _dict_or_none(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
 
 
 def _dpop_key_of(profile: dict[str, Any]) -> dict[str, Any] | None:

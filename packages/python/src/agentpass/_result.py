@@ -26,6 +26,15 @@ class LOCAL_CODES:  # noqa: N801 - a namespace of constants, named like the Node
 
 
 @dataclass(frozen=True)
+class Agent:
+    """The agent acting for the person, when the token was an agent's JWT or one an agent
+    minted: its ``id`` (``agt_…``) and the ``name`` its person approved (show it as data)."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
 class VerifyResult:
     """The outcome of one verification; switch on ``code``, never on ``error`` (for people).
 
@@ -48,6 +57,8 @@ class VerifyResult:
     code: str | None = None
     status: int = 0
     expires_at: datetime | None = None
+    agent: Agent | None = None
+    """The agent acting for the person; None for a token without one."""
 
 
 def failure(status: int, error: str, code: str) -> VerifyResult:

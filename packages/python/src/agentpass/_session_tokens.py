@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Generator
+import urllib.request
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Generator
 from urllib.parse import urlencode
 
+from ._agents import AgentKeyError, agent_jwt
 from ._cli_profile import SavedProfile, saved_profiles
 from ._dpop import DpopKey, create_dpop_key, import_dpop_key
 from ._post import NoAnswer, ServiceAnswer, post_to_agentpass
@@ -31,7 +35,9 @@ class SessionTokenError(Exception):
     unknown or revoked: log in again), ``unknown_resource`` (no partner registered
     ``resource``), ``rate_limited`` (``retry_after`` seconds), ``network_error``,
     ``unexpected_response``; with ``dpop=True`` also ``dpop_key_invalid`` (the key saved for the
-    URL is not a P-256 private JWK) and ``dpop_proof_invalid`` (AgentPass refused the proof).
+    URL is not a P-256 private JWK) and ``dpop_proof_invalid`` (AgentPass refused the proof);
+    with ``agent`` also ``no_agent`` (no agent of that name is saved for the URL) and
+    ``agent_rejected`` (AgentPass refused the agent: revoked, expired, or another person's).
     """
 
     def __init__(self, code: str, message: str, retry_after: int | None = None) -> None:
@@ -57,6 +63,10 @@ class SessionTokens:
     request carries ``Authorization: DPoP <token>`` and a fresh ``DPoP`` proof for its method
     and URL. It needs ``cryptography`` (``pip install 'agentpass[dpop]'``), else ``ImportError``.
 
+    ``agent="claude-code"`` mints as that agent, one ``agentpass agents add`` saved for the URL:
+    each mint carries a 60-second JWT its own key signs, and partners learn the agent beside the
+    email (``VerifyResult.agent``). It needs ``cryptography`` too; not with ``resource``.
+
     Example::
 
         import httpx
@@ -73,6 +83,7 @@ class SessionTokens:
         *,
         resource: str | None = None,
         dpop: bool = False,
+        agent: str | None = None,
         timeout: float = 10.0,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -94,6 +105,11 @@ class SessionTokens:
         self._token: str | None = None
         self._fresh_until = 0.0
         self._dpop_key = _dpop_key_for(self.url, profile) if dpop else None
+        self.agent = agent
+        self._agent = _saved_agent(self.url, profile, agent) if agent is not None else None
+        if self._agent is not None and resource is not None:
+            raise ValueError("agent= mints at /api/session-tokens, which takes no resource")
+        self._issuer: str | None = None
         # The last nonce AgentPass handed out: the next mint's proof carries it (RFC 9449 8).
         self._dpop_nonce: str | None = None
 
@@ -153,7 +169,10 @@ class SessionTokens:
         return _SessionTokenAuth()
 
     def _mint(self) -> tuple[str, float]:
-        """``POST /oauth/token`` with the refresh grant (the user key is the refresh token)."""
+        """``POST /oauth/token`` with the refresh grant (the user key is the refresh token), or
+        as an agent ``POST /api/session-tokens`` with its JWT."""
+        if self._agent is not None:
+            return self._mint_as_agent(*self._agent)
         form = {
             "grant_type": "refresh_token",
             "refresh_token": self._user_key,
@@ -201,6 +220,64 @@ class SessionTokens:
             "unexpected_response", f"AgentPass could not mint a token: {reason}"
         )
 
+    def _mint_as_agent(
+        self, agent_id: str, agent_key: dict[str, Any], host_key: dict[str, Any]
+    ) -> tuple[str, float]:
+        """``POST /api/session-tokens`` with ``{"agent": <its JWT, aud the issuer>}``, and with
+        ``dpop`` a proof of that request by the login's key."""
+        try:
+            jwt = agent_jwt(agent_key, host_key, agent_id, self._agent_auth_issuer())
+        except AgentKeyError as invalid:
+            raise SessionTokenError(
+                "no_agent", f"The agent {self.agent} saved for {self.url} has no usable key"
+            ) from invalid
+        mint_url = f"{self.url}/api/session-tokens"
+        proof = self._dpop_key.proof("POST", mint_url) if self._dpop_key is not None else None
+        answer = post_to_agentpass(
+            mint_url,
+            content_type="application/json",
+            data=json.dumps({"agent": jwt}).encode(),
+            timeout=self._timeout,
+            bearer=self._user_key,
+            dpop=proof,
+        )
+        if isinstance(answer, NoAnswer):
+            raise SessionTokenError(
+                "network_error", f"{NETWORK_ERROR} ({self.url}: {answer.reason})"
+            )
+        body = answer.body or {}
+        token, expires_at = body.get("sessionToken"), body.get("expiresAt")
+        reason = body.get("error") if isinstance(body.get("error"), str) else f"HTTP {answer.status}"
+        if answer.status == 201 and isinstance(token, str) and isinstance(expires_at, str):
+            expires = datetime.fromisoformat(expires_at.replace("Z", "+00:00")).timestamp()
+            return token, max(0.0, expires - time.time())
+        if body.get("code") == "agent_jwt_invalid":
+            raise SessionTokenError("agent_rejected", f"AgentPass refused the agent ({reason})")
+        if body.get("code") == "dpop_proof_invalid":
+            raise SessionTokenError("dpop_proof_invalid", f"AgentPass refused the proof ({reason})")
+        if answer.status in (401, 403):
+            raise SessionTokenError("key_rejected", f"The user key was rejected ({reason})")
+        raise SessionTokenError("unexpected_response", f"AgentPass could not mint a token: {reason}")
+
+    def _agent_auth_issuer(self) -> str:
+        """AgentPass's issuer, an agent JWT's ``aud``, from its Agent Auth discovery (read once):
+        the URL it is reached at may not be its public one."""
+        if self._issuer is None:
+            url = f"{self.url}/.well-known/agent-configuration"
+            try:
+                with urllib.request.urlopen(url, timeout=self._timeout) as response:  # noqa: S310
+                    issuer = json.loads(response.read()).get("issuer")
+            except Exception as failed:
+                raise SessionTokenError(
+                    "network_error", f"{NETWORK_ERROR} ({url}: {failed})"
+                ) from failed
+            if not isinstance(issuer, str):
+                raise SessionTokenError(
+                    "unexpected_response", f"AgentPass at {self.url} names no Agent Auth issuer"
+                )
+            self._issuer = issuer
+        return self._issuer
+
     def _post_token_request(self, form: bytes) -> ServiceAnswer:
         """``POST /oauth/token``; with a DPoP key, with its proof, retried once when AgentPass
         asks for a nonce it had not handed out yet (a repeated one would only loop)."""
@@ -246,6 +323,23 @@ def _dpop_key_for(url: str, profile: SavedProfile | None) -> DpopKey:
             f"The DPoP key saved for {url} is not a P-256 private JWK ({invalid}): "
             "run agentpass login",
         ) from invalid
+
+
+def _saved_agent(
+    url: str, profile: SavedProfile | None, name: str
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The id and key of the agent ``name`` the command line saved for ``url``, and the host key
+    it is registered under."""
+    agent = (profile.agents or {}).get(name) if profile is not None else None
+    host_key = profile.host_key if profile is not None else None
+    if not isinstance(agent, dict) or not isinstance(agent.get("id"), str) or host_key is None:
+        raise SessionTokenError(
+            "no_agent", f"No agent named {name} is saved for {url}: run agentpass agents add {name}"
+        )
+    key = agent.get("key")
+    if not isinstance(key, dict):
+        raise SessionTokenError("no_agent", f"The agent {name} saved for {url} has no key")
+    return agent["id"], key, host_key
 
 
 def _resolve_url(url: str | None, saved: dict[str, SavedProfile]) -> str:

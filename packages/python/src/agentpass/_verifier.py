@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -121,7 +123,8 @@ class Verifier:
         if dpop is not None:
             # Each proof is judged afresh: its result is neither cached nor shared.
             return self._ask(token, cast("Mapping[str, str | None]", dpop))
-        if self._cache_ttl == 0:
+        if self._cache_ttl == 0 or is_agent_jwt(token):
+            # An agent's own JWT is good once: a cached answer would accept its replay.
             return self._ask(token)
         key = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
         with self._lock:
@@ -217,3 +220,16 @@ def _report_on_log(fault: VerifierFault) -> None:
     _logger.error(
         "%s (%s); every request will answer 503 until it is fixed", fault.message, fault.code
     )
+
+
+def is_agent_jwt(token: str) -> bool:
+    """Whether a token is an agent's JWT (its header says ``typ: agent+jwt``), read without
+    trusting it, only to know that it must never be cached."""
+    if not token.startswith("eyJ"):
+        return False
+    head = token.split(".", 1)[0]
+    try:
+        header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except ValueError:
+        return False
+    return isinstance(header, dict) and header.get("typ") == "agent+jwt"

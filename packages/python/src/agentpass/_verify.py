@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime
-from typing import Callable, Mapping, cast
+from typing import Any, Callable, Mapping, cast
 from urllib.parse import urlsplit
 
 from ._post import NoAnswer, post_to_agentpass
-from ._result import LOCAL_CODES, NETWORK_ERROR, VerifyResult, failure
+from ._result import LOCAL_CODES, NETWORK_ERROR, Agent, VerifyResult, failure
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds a verification may take before it counts as a network failure."""
@@ -170,7 +170,9 @@ def call_verify(
     email = body.get("email")
     if answer.status == 200 and isinstance(email, str) and email != "":
         expires_at = _parse_date(answer.headers.get(TOKEN_EXPIRES_HEADER))
-        return VerifyResult(ok=True, email=email, status=200, expires_at=expires_at)
+        return VerifyResult(
+            ok=True, email=email, status=200, expires_at=expires_at, agent=_agent_of(body)
+        )
     error = body.get("error")
     if answer.status != 200 and isinstance(error, str):
         code = body.get("code")
@@ -193,3 +195,12 @@ def _parse_date(value: str | None) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo is not None else None
+
+
+def _agent_of(body: Mapping[str, Any]) -> Agent | None:
+    """The answer's ``agent``, when it is one: an id and a name, both strings."""
+    agent = body.get("agent")
+    if not isinstance(agent, Mapping):
+        return None
+    agent_id, name = agent.get("id"), agent.get("name")
+    return Agent(agent_id, name) if isinstance(agent_id, str) and isinstance(name, str) else None
