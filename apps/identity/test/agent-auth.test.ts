@@ -37,7 +37,7 @@ for (const engine of testEngines()) {
     let issuer: string;
     let person: { id: string; email: string };
     let userKey: string;
-    let partner: { id: string; key: string };
+    let partner: { id: string; key: string; ownerId: string };
 
     before(async () => {
       database = await createTestDatabase(engine);
@@ -52,7 +52,7 @@ for (const engine of testEngines()) {
       if (!made.ok) throw new Error(made.reason);
       const key = await issueKey(ctx, "partner", made.partner.id, "server");
       if (!key.ok) throw new Error(key.code);
-      partner = { id: made.partner.id, key: key.key };
+      partner = { id: made.partner.id, key: key.key, ownerId: owner.account.id };
       assert.deepEqual(await addPartnerResource(ctx, partner.id, `${RESOURCE}/api`), { ok: true });
     });
     // A person of their own for each test: approving spends the person's budget of codes.
@@ -458,6 +458,18 @@ for (const engine of testEngines()) {
       assert.equal(
         (await stranger.post(`/agents/${kept.id}/revoke`, { confirm: "yes" })).status,
         404,
+      );
+      const activity = await browser.text("/activity");
+      assert.ok(
+        activity.includes(`data-agents="${partner.id}">kept &lt;b&gt;agent&lt;/b&gt;`),
+        "the activity page names the agent the partner saw",
+      );
+      const owner = webClient({ request: (url, init) => fetch(url, init) }, issuer);
+      owner.jar.set("agentpass_session", await startWebSession(a.service.ctx, partner.ownerId));
+      const usage = await owner.text(`/partners/${partner.id}`);
+      assert.match(
+        usage,
+        new RegExp(`data-agent="${kept.id}"><td>${person.email.replace(/[.+]/g, "\\$&")}</td>`),
       );
       const log = await browser.text("/account/security");
       assert.match(log, /Agent revoked/);

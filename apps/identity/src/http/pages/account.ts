@@ -30,6 +30,15 @@ export function accountPages(
     handle: guard.signedIn(async (_request, web) => {
       const session = web.session;
       const seen = await partnersThatSawEmail(ctx, session.accountId);
+      // Which of the person's agents each partner saw (their own names, shown as data).
+      const agentsSeenBy = new Map<string, string[]>();
+      for (const host of await ctx.agents.listHostsOfAccount(session.accountId)) {
+        for (const agent of host.agents) {
+          for (const { partnerId } of agent.partners) {
+            agentsSeenBy.set(partnerId, [...(agentsSeenBy.get(partnerId) ?? []), agent.name]);
+          }
+        }
+      }
       return htmlAnswer(
         renderPage({
           title: "Who has seen your email",
@@ -39,7 +48,7 @@ export function accountPages(
 ${
   seen.length === 0
     ? html`<p class="empty">No partner has verified a token of yours yet.</p>`
-    : html`<table><thead><tr><th scope="col">Partner</th><th scope="col" class="optional">First</th><th scope="col">Last</th><th scope="col">Times</th></tr></thead>
+    : html`<table><thead><tr><th scope="col">Partner</th><th scope="col" class="optional">First</th><th scope="col">Last</th><th scope="col">Times</th><th scope="col">Agents it saw</th></tr></thead>
 <tbody>${seen.map(
         (row) => html`<tr><td>${row.name}${
           row.deletedAt !== null
@@ -48,7 +57,8 @@ ${
               ? html` <a href="${row.website}" rel="noopener noreferrer">${row.website}</a>`
               : ""
         }</td>
-<td class="optional">${formatTime(row.firstAt)}</td><td>${formatTime(row.lastAt)}</td><td>${row.count}</td></tr>`,
+<td class="optional">${formatTime(row.firstAt)}</td><td>${formatTime(row.lastAt)}</td><td>${row.count}</td>
+<td data-agents="${row.partnerId}">${(agentsSeenBy.get(row.partnerId) ?? []).join(", ") || html`<span class="muted">none</span>`}</td></tr>`,
       )}</tbody></table>`
 }`,
         }),

@@ -86,11 +86,14 @@ ${
   }
 
   async function partnerPage(web: SignedInRequest, partner: Partner, error?: string) {
-    const [keys, usage, site, resources] = await Promise.all([
+    // Counted in memory until a flush: what this page shows includes the last few seconds.
+    await ctx.usage.flush();
+    const [keys, usage, site, resources, agents] = await Promise.all([
       listKeys(ctx, "partner", partner.id),
       partnerUsage(ctx, partner.id, 30),
       siteSection(ctx, partner, web.csrf),
       partnerResources(ctx, partner.id),
+      ctx.agents.listAgentActivityOfPartner(partner.id),
     ]);
     const created =
       web.flash?.kind === "new-key"
@@ -111,6 +114,16 @@ ${
         }<p>Partner id <code>${partner.id}</code> (agents pass it as <code>--audience</code> to make tokens only you can verify).</p>
 <h2>Website verification</h2>${site}
 <h2>Usage</h2>${usageChart(usage.counts, usage.days)}
+<h2 id="agents-seen">Agents seen</h2>
+${
+  agents.length === 0
+    ? html`<p class="empty">No agent of its own has acted here yet: the people's tokens named none.</p>`
+    : html`<table><thead><tr><th scope="col">Person</th><th scope="col">Agent</th><th scope="col">Last seen</th><th scope="col">Times</th></tr></thead>
+<tbody>${agents.map(
+        (seen) =>
+          html`<tr data-agent="${seen.agentId}"><td>${seen.email}</td><td>${seen.agentName} <span class="muted">(its own name)</span></td><td>${formatTime(seen.lastAt)}</td><td>${String(seen.count)}</td></tr>`,
+      )}</tbody></table>`
+}
 <h2>Partner keys</h2>
 <p>Your server sends a partner key with each <code>POST /api/verify</code>. Revoking one refuses it on the very next request.</p>
 ${keyTable(keys, `/partners/${partner.id}/keys`)}
