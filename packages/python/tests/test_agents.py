@@ -18,6 +18,7 @@ from test_session_tokens import save_cli_profile
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agentpass import Agent, SessionTokenError, SessionTokens, Verifier, verify
+from agentpass.wsgi import AGENT_ENVIRON_KEY, AgentPassMiddleware
 from agentpass._agents import agent_jwt, thumbprint
 
 
@@ -117,3 +118,40 @@ def test_never_caches_an_agents_one_time_jwt(agentpass: AgentPass) -> None:
     assert first.ok and first.agent == Agent(agent_id, "once")
     again = verifier.verify(jwt)
     assert (again.ok, again.code) == (False, "session_token_invalid"), "asked again, refused"
+
+
+def test_the_wsgi_middleware_hands_over_the_agent_and_names_the_discovery(
+    agentpass: AgentPass,
+) -> None:
+    host_key = new_key()
+    agent_id, agent_key = register_agent(agentpass, host_key, "wsgi agent")
+    resource = "https://python-partner.example/"
+    agentpass.admin("partner-resources", "add", agentpass.partner_id, resource)
+    seen: dict[str, object] = {}
+
+    def app(environ: dict, start_response: object) -> list[bytes]:
+        seen["agent"] = environ.get(AGENT_ENVIRON_KEY)
+        start_response("200 OK", [])  # type: ignore[operator]
+        return [b"ok"]
+
+    verifier = Verifier(agentpass.partner_key, agentpass.identity_url)
+    middleware = AgentPassMiddleware(
+        app, verifier, agent_auth_challenge=agentpass.identity_url
+    )
+    answers: list[tuple[str, list[tuple[str, str]]]] = []
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/me",
+        "HTTP_HOST": "python-partner.example",
+        "wsgi.url_scheme": "https",
+    }
+    middleware(environ, lambda status, headers: answers.append((status, headers)))
+    status, headers = answers[-1]
+    assert status.startswith("401")
+    challenge = dict(headers)["WWW-Authenticate"]
+    discovery = f"{agentpass.identity_url}/.well-known/agent-configuration"
+    assert challenge.endswith(f', AgentAuth discovery="{discovery}"')
+
+    token = agent_jwt(agent_key, host_key, agent_id, resource)
+    middleware({**environ, "HTTP_AUTHORIZATION": f"Bearer {token}"}, lambda *_: None)
+    assert seen["agent"] == Agent(agent_id, "wsgi agent")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
-from ._result import VerifyResult
+from ._result import Agent, VerifyResult
 from ._verifier import Verifier
 from ._verify import service_url
 
@@ -51,11 +51,26 @@ class AuthResult:
     error: str | None = None
     code: str | None = None
     cause: str | None = None
+    agent: Agent | None = None
+    """The agent acting for the person, when the token names one."""
 
-    def response_headers(self) -> list[tuple[str, str]]:
+    def response_headers(self, agent_auth: str | None = None) -> list[tuple[str, str]]:
         """The headers of the failure's answer: JSON; for a 400 or 401 the challenges (RFC 9110
         requires one on a 401), the Bearer one with RFC 6750's ``error`` once a token was sent,
-        the DPoP one (RFC 9449) for a proof's failure; for a 503 the retry."""
+        the DPoP one (RFC 9449) for a proof's failure; for a 503 the retry. With ``agent_auth``
+        (AgentPass's URL) a 401 also names its Agent Auth discovery (``AgentAuth discovery=…``)."""
+        headers = self._headers()
+        if agent_auth and self.status == 401:
+            discovery = f"{agent_auth.rstrip('/')}/.well-known/agent-configuration"
+            headers = [
+                (name, f'{value}, AgentAuth discovery="{discovery}"')
+                if name == "WWW-Authenticate"
+                else (name, value)
+                for name, value in headers
+            ]
+        return headers
+
+    def _headers(self) -> list[tuple[str, str]]:
         headers = [("Content-Type", "application/json")]
         dpop_error = _DPOP_ERRORS.get(self.code or "")
         if self.status == 503:
@@ -169,7 +184,7 @@ def authenticate(
         dpop = {"proof": dpop_proof, "method": method, "url": url}
     result = verifier.verify(presented.token, dpop=dpop)
     if result.ok:
-        return AuthResult(ok=True, email=result.email)
+        return AuthResult(ok=True, email=result.email, agent=result.agent)
     if result.code in _TOKEN_REJECTED_CODES:
         return _REJECTED
     if result.code in _PROOF_REJECTED_CODES:

@@ -30,6 +30,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 EMAIL_STATE_KEY = "agentpass_email"
+AGENT_STATE_KEY = "agentpass_agent"
+"""Where the middleware puts the acting agent (``agentpass.Agent``), when the token names one."""
 """Where the email goes in ``scope["state"]``: ``request.state.agentpass_email`` in Starlette."""
 
 # RFC 6455's "policy violation": a WebSocket handshake without a valid token is closed with it.
@@ -53,11 +55,18 @@ class AgentPassMiddleware:
     """
 
     def __init__(
-        self, app: ASGIApp, verifier: Verifier | None = None, *, public_url: str | None = None
+        self,
+        app: ASGIApp,
+        verifier: Verifier | None = None,
+        *,
+        public_url: str | None = None,
+        agent_auth_challenge: str | None = None,
     ) -> None:
         self.app = app
         self.verifier = verifier if verifier is not None else Verifier()
         self.public_url = public_base_url(public_url)
+        # AgentPass's URL: every 401 then names its Agent Auth discovery beside Bearer.
+        self.agent_auth_challenge = agent_auth_challenge
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -77,6 +86,8 @@ class AgentPassMiddleware:
         if auth.ok:
             # A copy: the state of this request only, whatever the server shares between them.
             state = {**scope.get("state", {}), EMAIL_STATE_KEY: auth.email}
+            if auth.agent is not None:
+                state[AGENT_STATE_KEY] = auth.agent
             await self.app({**scope, "state": state}, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": _WEBSOCKET_POLICY_VIOLATION})
@@ -87,7 +98,7 @@ class AgentPassMiddleware:
                     "status": auth.status,
                     "headers": [
                         (name.lower().encode("latin-1"), value.encode("latin-1"))
-                        for name, value in auth.response_headers()
+                        for name, value in auth.response_headers(self.agent_auth_challenge)
                     ],
                 }
             )

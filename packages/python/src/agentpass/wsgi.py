@@ -26,6 +26,8 @@ StartResponse = Callable[..., Any]
 WSGIApp = Callable[[Environ, StartResponse], Iterable[bytes]]
 
 EMAIL_ENVIRON_KEY = "agentpass.email"
+AGENT_ENVIRON_KEY = "agentpass.agent"
+"""Where the middleware puts the acting agent (``agentpass.Agent``), when the token names one."""
 """Where the email goes in the WSGI environ (PEP 3333: a dotted name for an extension)."""
 
 
@@ -44,11 +46,18 @@ class AgentPassMiddleware:
     """
 
     def __init__(
-        self, app: WSGIApp, verifier: Verifier | None = None, *, public_url: str | None = None
+        self,
+        app: WSGIApp,
+        verifier: Verifier | None = None,
+        *,
+        public_url: str | None = None,
+        agent_auth_challenge: str | None = None,
     ) -> None:
         self.app = app
         self.verifier = verifier if verifier is not None else Verifier()
         self.public_url = public_base_url(public_url)
+        # AgentPass's URL: every 401 then names its Agent Auth discovery beside Bearer.
+        self.agent_auth_challenge = agent_auth_challenge
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         auth = authenticate(
@@ -61,11 +70,12 @@ class AgentPassMiddleware:
         )
         if auth.ok:
             environ[EMAIL_ENVIRON_KEY] = auth.email
+            if auth.agent is not None:
+                environ[AGENT_ENVIRON_KEY] = auth.agent
             return self.app(environ, start_response)
         body = auth.response_body()
-        start_response(
-            auth.status_line, [*auth.response_headers(), ("Content-Length", str(len(body)))]
-        )
+        headers = auth.response_headers(self.agent_auth_challenge)
+        start_response(auth.status_line, [*headers, ("Content-Length", str(len(body)))])
         return [body]
 
 
