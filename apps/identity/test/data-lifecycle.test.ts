@@ -123,6 +123,48 @@ for (const engine of testEngines()) {
           client_name: "Client",
         })
         .execute();
+      // An approved agent under a host of the person's, seen by their partner.
+      await identity.db
+        .insertInto("agent_hosts")
+        .values({
+          id: `hst_${accountId}`,
+          account_id: accountId,
+          name: "a laptop",
+          thumbprint: `host-${accountId}`,
+          public_jwk: JSON.stringify({ kty: "OKP", crv: "Ed25519", x: "host" }),
+          status: "active",
+          created_at: now,
+          updated_at: now,
+          last_used_at: now,
+          revoked_at: null,
+        })
+        .execute();
+      await identity.db
+        .insertInto("agents")
+        .values({
+          id: `agt_${accountId}`,
+          host_id: `hst_${accountId}`,
+          account_id: accountId,
+          name: "an agent",
+          thumbprint: `agent-${accountId}`,
+          public_jwk: JSON.stringify({ kty: "OKP", crv: "Ed25519", x: "agent" }),
+          status: "active",
+          created_at: now,
+          activated_at: now,
+          last_used_at: now,
+          revoked_at: null,
+        })
+        .execute();
+      await identity.db
+        .insertInto("agent_activity")
+        .values({
+          agent_id: `agt_${accountId}`,
+          partner_id: partnerId,
+          first_at: now,
+          last_at: now,
+          count: 1,
+        })
+        .execute();
       return { email, accountId, browser, partnerId, userKey };
     }
 

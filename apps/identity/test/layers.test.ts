@@ -6,7 +6,7 @@ const FOLDERS = ["../src/http/pages/", "../src/http/web/"].map(
   (folder) => new URL(folder, import.meta.url),
 );
 /** The parts of the context that hold or write data: only the domain may touch them. */
-const STORAGE = /\bctx\.(store|web|usageStore|usage|keyUsage|oauth)\b/g;
+const STORAGE = /\bctx\.(store|web|usageStore|usage|keyUsage|oauth|agents|agentUse)\b/g;
 
 describe("the pages", () => {
   it("reach storage only through the domain, never through a store of the context", () => {

@@ -1,6 +1,7 @@
 import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { deleteAccount, partnersThatSawEmail } from "../../domain/accounts.ts";
+import { listAgentsOfPerson } from "../../domain/agents.ts";
 import { byPerson } from "../web/audit.ts";
 import { confirmPage } from "../web/confirm-page.ts";
 import { notice } from "../web/flash.ts";
@@ -32,7 +33,7 @@ export function accountPages(
       const seen = await partnersThatSawEmail(ctx, session.accountId);
       // Which of the person's agents each partner saw (their own names, shown as data).
       const agentsSeenBy = new Map<string, string[]>();
-      for (const host of await ctx.agents.listHostsOfAccount(session.accountId)) {
+      for (const host of await listAgentsOfPerson(ctx, session.accountId)) {
         for (const agent of host.agents) {
           for (const { partnerId } of agent.partners) {
             agentsSeenBy.set(partnerId, [...(agentsSeenBy.get(partnerId) ?? []), agent.name]);

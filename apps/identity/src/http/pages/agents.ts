@@ -1,6 +1,12 @@
 import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
-import { agentState } from "../../domain/agents.ts";
+import {
+  agentState,
+  findAgentOfPerson,
+  listAgentsOfPerson,
+  revokeAgentOfPerson,
+  revokeHostOfPerson,
+} from "../../domain/agents.ts";
 import type { HostRecord, ListedAgent } from "../../store/agent-store.ts";
 import { byPerson } from "../web/audit.ts";
 import { confirmPage } from "../web/confirm-page.ts";
@@ -47,12 +53,11 @@ ${hosts.length === 0 ? html`<p class="empty">No agents. Register one with <code>
 /** The confirmations and revocations of one agent, or one host, of the signed-in account. */
 export function agentRoutes(ctx: IdentityContext, guard: WebGuard): Page[] {
   async function findHost(accountId: string, hostId: string) {
-    const hosts = await ctx.agents.listHostsOfAccount(accountId);
+    const hosts = await listAgentsOfPerson(ctx, accountId);
     return hosts.find((host) => host.id === hostId);
   }
   async function findAgent(accountId: string, agentId: string) {
-    const agent = await ctx.agents.findAgent(agentId);
-    return agent?.accountId === accountId ? agent : undefined;
+    return findAgentOfPerson(ctx, accountId, agentId);
   }
 
   const agentPath = "/agents/{agentId}/revoke";
@@ -82,7 +87,7 @@ export function agentRoutes(ctx: IdentityContext, guard: WebGuard): Page[] {
         if (!agent) return notFoundPage(web);
         if (web.form.get("confirm") !== "yes")
           return guard.seeOther(web, `/agents/${agentId}/revoke`);
-        if (await ctx.agents.revokeAgentOfAccount(web.session.accountId, agent.id, ctx.clock())) {
+        if (await revokeAgentOfPerson(ctx, web.session.accountId, agent.id)) {
           await ctx.audit.record({
             ...byPerson(request, web.session.accountId),
             action: "agent.revoke",
@@ -118,11 +123,7 @@ export function agentRoutes(ctx: IdentityContext, guard: WebGuard): Page[] {
         if (!host) return notFoundPage(web);
         if (web.form.get("confirm") !== "yes")
           return guard.seeOther(web, `/hosts/${hostId}/revoke`);
-        const revoked = await ctx.agents.revokeHostOfAccount(
-          web.session.accountId,
-          host.id,
-          ctx.clock(),
-        );
+        const revoked = await revokeHostOfPerson(ctx, web.session.accountId, host.id);
         await ctx.audit.record({
           ...byPerson(request, web.session.accountId),
           action: "host.revoke",

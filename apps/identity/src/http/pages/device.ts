@@ -1,9 +1,9 @@
 import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
+import { decideAgentApproval, findPendingAgentApproval } from "../../domain/agents.ts";
 import {
   decideDeviceLogin,
   findPendingDeviceLogin,
-  hashUserCode,
   isSameNetwork,
   networkOf,
   normalizeUserCode,
@@ -146,7 +146,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
   async function findPendingAgent(typed: string): Promise<PendingAgentApproval | undefined> {
     const code = normalizeUserCode(typed);
     if (code === "") return undefined;
-    return ctx.agents.findPendingAgentApproval(hashUserCode(ctx, code), ctx.clock());
+    return findPendingAgentApproval(ctx, code);
   }
 
   /**
@@ -159,11 +159,11 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     pending: PendingAgentApproval,
     approve: boolean,
   ) {
-    const decided = await ctx.agents.decideAgentApproval(
+    const decided = await decideAgentApproval(
+      ctx,
       pending.deviceHash,
       web.session.accountId,
       approve ? "approve" : "deny",
-      ctx.clock(),
     );
     if (decided !== "decided") return devicePage(web, codeForm(web.csrf, EXPIRED), 400);
     await ctx.audit.record({

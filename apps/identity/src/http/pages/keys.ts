@@ -1,5 +1,6 @@
 import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
+import { listAgentsOfPerson } from "../../domain/agents.ts";
 import { listKeys } from "../../domain/credentials.ts";
 import { listConnectedApps } from "../../domain/grants.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";
@@ -24,7 +25,7 @@ export function keyPages(
   async function keysPage(web: SignedInRequest, error?: string) {
     const keys = await listKeys(ctx, "user", web.session.accountId);
     const apps = await listConnectedApps(ctx, web.session.accountId);
-    const hosts = await ctx.agents.listHostsOfAccount(web.session.accountId);
+    const hosts = await listAgentsOfPerson(ctx, web.session.accountId);
     const created =
       web.flash?.kind === "new-key"
         ? shownOnce(

@@ -1,5 +1,6 @@
 import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
+import { agentsSeenByPartner } from "../../domain/agents.ts";
 import { listKeys } from "../../domain/credentials.ts";
 import { addPartnerResource, partnerResources, removePartnerResource } from "../../domain/oauth.ts";
 import { partnerUsage } from "../../domain/partner-usage.ts";
@@ -86,14 +87,12 @@ ${
   }
 
   async function partnerPage(web: SignedInRequest, partner: Partner, error?: string) {
-    // Counted in memory until a flush: what this page shows includes the last few seconds.
-    await ctx.usage.flush();
     const [keys, usage, site, resources, agents] = await Promise.all([
       listKeys(ctx, "partner", partner.id),
       partnerUsage(ctx, partner.id, 30),
       siteSection(ctx, partner, web.csrf),
       partnerResources(ctx, partner.id),
-      ctx.agents.listAgentActivityOfPartner(partner.id),
+      agentsSeenByPartner(ctx, partner.id),
     ]);
     const created =
       web.flash?.kind === "new-key"
