@@ -1,5 +1,4 @@
 import {
-  createHash,
   createPrivateKey,
   generateKeyPairSync,
   type JsonWebKey,
@@ -9,6 +8,7 @@ import {
 } from "node:crypto";
 import { hostname } from "node:os";
 import { serviceUrl } from "./device-login.ts";
+import { encodeJson, sha256 } from "./dpop-key.ts";
 import { CliError, EXIT } from "./exit-codes.ts";
 import { printable } from "./terminal-text.ts";
 
@@ -46,9 +46,7 @@ export function importEd25519Key(privateJwk: unknown): Ed25519Key | null {
       format: "jwk",
     });
     // RFC 7638: the required members in lexicographic order, no whitespace.
-    const thumbprint = createHash("sha256")
-      .update(JSON.stringify({ crv: "Ed25519", kty: "OKP", x: jwk.x }))
-      .digest("base64url");
+    const thumbprint = sha256(JSON.stringify({ crv: "Ed25519", kty: "OKP", x: jwk.x }));
     return { privateKey, publicJwk: { kty: "OKP", crv: "Ed25519", x: jwk.x }, thumbprint };
   } catch {
     return null;
@@ -64,7 +62,7 @@ export function signJwt(
 ): string {
   const iat = Math.floor(now() / 1000);
   const payload = { ...claims, iat, exp: iat + 60, jti: randomBytes(16).toString("base64url") };
-  const signed = `${encode({ typ, alg: "EdDSA" })}.${encode(payload)}`;
+  const signed = `${encodeJson({ typ, alg: "EdDSA" })}.${encodeJson(payload)}`;
   const signature = sign(null, Buffer.from(signed), key.privateKey);
   return `${signed}.${signature.toString("base64url")}`;
 }
@@ -93,10 +91,6 @@ export function agentJwt(
   now: () => number,
 ): string {
   return signJwt(agent, "agent+jwt", { iss: hostThumbprint, sub: agentId, aud: audience }, now);
-}
-
-function encode(value: object): string {
-  return Buffer.from(JSON.stringify(value)).toString("base64url");
 }
 
 /** The provider's configuration: its issuer (every JWT's `aud`) and absolute endpoint URLs. */

@@ -93,11 +93,11 @@ export function dpopProof(key: DpopKey, request: ProofRequest, now: () => number
   return `${signed}.${signature.toString("base64url")}`;
 }
 
-function encodeJson(value: object): string {
+export function encodeJson(value: object): string {
   return Buffer.from(JSON.stringify(value)).toString("base64url");
 }
 
 /** base64url of the SHA-256 of a string's UTF-8 (`ath`, thumbprints). */
-function sha256(text: string): string {
+export function sha256(text: string): string {
   return createHash("sha256").update(text).digest("base64url");
 }

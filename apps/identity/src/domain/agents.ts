@@ -51,14 +51,19 @@ export function agentState(
 ): AgentState {
   if (agent.status !== "active") return agent.status;
   if (now >= agent.createdAt + lifetimes.absoluteMs) return "revoked";
-  const lastActive = Math.max(agent.lastUsedAt ?? 0, agent.activatedAt ?? agent.createdAt);
-  return now >= lastActive + lifetimes.idleMs ? "expired" : "active";
+  return now >= lastActiveAt(agent) + lifetimes.idleMs ? "expired" : "active";
 }
 
 /** When an active agent expires if it is not used again: its idle deadline. */
 export function agentExpiresAt(agent: AgentRecord, lifetimes: AgentLifetimes): number {
-  const lastActive = Math.max(agent.lastUsedAt ?? 0, agent.activatedAt ?? agent.createdAt);
-  return Math.min(lastActive + lifetimes.idleMs, agent.createdAt + lifetimes.absoluteMs);
+  return Math.min(lastActiveAt(agent) + lifetimes.idleMs, agent.createdAt + lifetimes.absoluteMs);
+}
+
+/** Where the idle clock starts: the agent's last use, or its last activation. */
+function lastActiveAt(
+  agent: Pick<AgentRecord, "createdAt" | "activatedAt" | "lastUsedAt">,
+): number {
+  return Math.max(agent.lastUsedAt ?? 0, agent.activatedAt ?? agent.createdAt);
 }
 
 /**

@@ -87,6 +87,7 @@ export function createAgentStore(
         "agent_hosts.public_jwk as host_public_jwk",
         "agent_hosts.status as host_status",
         "agent_hosts.created_at as host_created_at",
+        "agent_hosts.updated_at as host_updated_at",
         "agent_hosts.last_used_at as host_last_used_at",
         "agent_hosts.revoked_at as host_revoked_at",
         "accounts.email as email",
@@ -105,12 +106,31 @@ export function createAgentStore(
         public_jwk: row.host_public_jwk,
         status: row.host_status,
         created_at: row.host_created_at,
-        updated_at: row.host_created_at,
+        updated_at: row.host_updated_at,
         last_used_at: row.host_last_used_at,
         revoked_at: row.host_revoked_at,
       }),
       email: row.email ?? null,
     }));
+  }
+
+  /** Revokes an agent (only `accountId`'s, when given); false when none was left to revoke. */
+  async function revokeAgentWhere(
+    agentId: string,
+    at: number,
+    accountId: string | null,
+  ): Promise<boolean> {
+    const result = await database.write((db) => {
+      const query = db
+        .updateTable("agents")
+        .set({ status: "revoked", revoked_at: at })
+        .where("id", "=", agentId)
+        .where("status", "!=", "revoked");
+      return (
+        accountId === null ? query : query.where("account_id", "=", accountId)
+      ).executeTakeFirst();
+    });
+    return result.numUpdatedRows > 0n;
   }
 
   return {
@@ -253,16 +273,8 @@ export function createAgentStore(
     },
 
     /** Revokes an agent; false when it was revoked already (or never existed). */
-    async revokeAgent(agentId: string, at: number): Promise<boolean> {
-      const result = await database.write((db) =>
-        db
-          .updateTable("agents")
-          .set({ status: "revoked", revoked_at: at })
-          .where("id", "=", agentId)
-          .where("status", "!=", "revoked")
-          .executeTakeFirst(),
-      );
-      return result.numUpdatedRows > 0n;
+    revokeAgent(agentId: string, at: number): Promise<boolean> {
+      return revokeAgentWhere(agentId, at, null);
     },
 
     /** Revokes a host and every agent under it, in one transaction: how many agents it revoked. */
@@ -271,17 +283,8 @@ export function createAgentStore(
     },
 
     /** The person's own agent, revoked; false when they have no such agent not yet revoked. */
-    async revokeAgentOfAccount(accountId: string, agentId: string, at: number): Promise<boolean> {
-      const result = await database.write((db) =>
-        db
-          .updateTable("agents")
-          .set({ status: "revoked", revoked_at: at })
-          .where("id", "=", agentId)
-          .where("account_id", "=", accountId)
-          .where("status", "!=", "revoked")
-          .executeTakeFirst(),
-      );
-      return result.numUpdatedRows > 0n;
+    revokeAgentOfAccount(accountId: string, agentId: string, at: number): Promise<boolean> {
+      return revokeAgentWhere(agentId, at, accountId);
     },
 
     /** The person's own host, revoked with its agents; null when they have no such host. */
