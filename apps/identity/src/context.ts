@@ -7,6 +7,7 @@ import type { SealingKeyRing } from "./domain/sealing-keys.ts";
 import type { UsageRecorder } from "./domain/usage-recorder.ts";
 import type { DpopVerifier } from "./infra/dpop-proofs.ts";
 import type { AgentStore } from "./store/agent-store.ts";
+import type { CapabilityStore } from "./store/capability-store.ts";
 import type { OAuthStore } from "./store/oauth-store.ts";
 import type { Store } from "./store/store.ts";
 import type { UsageStore } from "./store/usage-store.ts";
@@ -33,6 +34,8 @@ export interface IdentityContext {
   dpop: DpopVerifier;
   /** Agents and their hosts (`domain/agents.ts`): never cached, so revocations hold at once. */
   agents: AgentStore;
+  /** Capabilities partners offer agents, and agents' grants of them (`domain/capabilities.ts`). */
+  capabilities: CapabilityStore;
   /** Agents' and hosts' last use, written in batches. */
   agentUse: AgentUseRecorder;
   agentLifetimes: AgentLifetimes;

@@ -37,6 +37,7 @@ import {
 } from "./infra/rate-limit.ts";
 import { createAgentStore } from "./store/agent-store.ts";
 import { createAuditStore } from "./store/audit-store.ts";
+import { createCapabilityStore } from "./store/capability-store.ts";
 import { createInstanceStore, type InstanceStore } from "./store/instance-store.ts";
 import { identityMigrations } from "./store/migrations.ts";
 import { createOAuthStore } from "./store/oauth-store.ts";
@@ -151,6 +152,7 @@ export async function openIdentityService(
       sealingKeys,
       sessionTokenTtlMs: config.sessionTokenTtlSeconds * 1000,
       agents,
+      capabilities: createCapabilityStore(database),
       agentUse,
       agentLifetimes: {
         idleMs: config.agentLifetimes.idleSeconds * 1000,

@@ -29,6 +29,7 @@ describe("health, documentation and unknown routes", () => {
         "/agent/introspect",
         "/agent/reactivate",
         "/agent/register",
+        "/agent/request-capability",
         "/agent/revoke",
         "/agent/rotate-key",
         "/agent/status",
@@ -37,6 +38,7 @@ describe("health, documentation and unknown routes", () => {
         "/api/partners",
         "/api/session-tokens",
         "/api/verify",
+        "/capability/authorize",
         "/capability/describe",
         "/capability/list",
         "/healthz",
@@ -48,6 +50,7 @@ describe("health, documentation and unknown routes", () => {
         "/oauth/register",
         "/oauth/revoke",
         "/oauth/token",
+        "/partner/capabilities",
         "/readyz",
       ]);
       const text = JSON.stringify(document.paths["/api/verify"]);

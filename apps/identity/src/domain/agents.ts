@@ -2,6 +2,7 @@ import type { JWTPayload } from "jose";
 import type { IdentityContext, Needs } from "../context.ts";
 import { randomSecret } from "../infra/crypto.ts";
 import type { AgentRecord, AgentStore, AgentWithHost, HostRecord } from "../store/agent-store.ts";
+import { pendingGrantRows, type RequestedGrant } from "../store/capability-store.ts";
 import { publicEd25519Key, readJwt, thumbprintOf, verifyJwt } from "./agent-jwt.ts";
 import {
   DEVICE_CODE_TIMES,
@@ -279,7 +280,7 @@ export function audienceOfResources(resources: readonly string[]): (aud: string)
   };
 }
 
-function originOf(url: string): string | null {
+export function originOf(url: string): string | null {
   try {
     const parsed = new URL(url);
     return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.origin : null;
@@ -292,7 +293,9 @@ export interface Registration {
   name: string;
   hostName?: string | undefined;
   mode?: string | undefined;
-  capabilities?: unknown[] | undefined;
+  /** The grants it asks for, as `readRequestedGrants` read them. */
+  grants: RequestedGrant[];
+  reason?: string | undefined;
 }
 
 type RegisterResult =
@@ -324,16 +327,6 @@ export async function registerAgent(
   }
   if ((registration.mode ?? "delegated") !== "delegated") {
     return refusal(400, "unsupported_mode", "Only delegated agents are supported");
-  }
-  const wanted = registration.capabilities ?? [];
-  if (wanted.length > 0) {
-    const names = wanted.map((item) =>
-      typeof item === "string" ? item : String((item as { name?: unknown })?.name),
-    );
-    return {
-      ...refusal(400, "invalid_capabilities", "No partner declares these capabilities"),
-      invalid_capabilities: names,
-    } as AgentAuthRefusal;
   }
   const name = displayableName(registration.name);
   if (!name) return refusal(400, "invalid_request", "name must be 1 to 100 visible characters");
@@ -384,6 +377,7 @@ export async function registerAgent(
           revoked_at: null,
         },
     newAgent: existing ? null : agentRow,
+    grants: pendingGrantRows(agentId, registration.grants, registration.reason ?? null, now),
     approval: row,
   });
   const agent = existing ?? (await ctx.agents.findAgent(agentId));
@@ -402,8 +396,8 @@ export function approvalOf(issuer: string, userCode: string) {
   };
 }
 
-/** Section 5.5: an agent as its status endpoint tells it. */
-export function statusOf(ctx: AgentCtx, agent: AgentRecord) {
+/** Section 5.5: an agent as its status endpoint tells it, with its grants as shown. */
+export function statusOf(ctx: AgentCtx, agent: AgentRecord, grants: object[]) {
   const now = ctx.clock();
   const status = stateNow(ctx, agent, now);
   return {
@@ -412,7 +406,7 @@ export function statusOf(ctx: AgentCtx, agent: AgentRecord) {
     name: agent.name,
     status,
     mode: "delegated",
-    agent_capability_grants: [],
+    agent_capability_grants: grants,
     ...(agent.accountId && { user_id: agent.accountId }),
     ...(agent.activatedAt !== null && { activated_at: iso(agent.activatedAt) }),
     created_at: iso(agent.createdAt),
@@ -436,8 +430,8 @@ export async function agentOfHost(
 }
 
 /**
- * Section 5.6: an expired agent active again (its idle clock restarts); one past its absolute
- * lifetime is revoked instead. Agents here hold no capability grants to decay.
+ * Section 5.6: an expired agent active again (its idle clock restarts), with the grants it
+ * held; one past its absolute lifetime is revoked instead.
  */
 export async function reactivateAgent(
   ctx: AgentCtx,
@@ -532,12 +526,16 @@ export function findPendingAgentApproval(ctx: Needs<"agents" | "keys" | "clock">
   return ctx.agents.findPendingAgentApproval(hashUserCode(ctx, code), ctx.clock());
 }
 
-/** The person's decision on a pending registration (`AgentStore.decideAgentApproval`). */
+/**
+ * The person's decision on a pending registration or request (`AgentStore.decideAgentApproval`):
+ * on approval, the capabilities they chose of those asked for.
+ */
 export function decideAgentApproval(
   ctx: Needs<"agents" | "clock">,
   deviceHash: string,
   accountId: string,
   decision: "approve" | "deny",
+  capabilities: readonly string[] | "all",
 ) {
-  return ctx.agents.decideAgentApproval(deviceHash, accountId, decision, ctx.clock());
+  return ctx.agents.decideAgentApproval(deviceHash, accountId, decision, ctx.clock(), capabilities);
 }

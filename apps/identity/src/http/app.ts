@@ -26,6 +26,7 @@ import {
 import type { Mailer } from "../infra/mailer.ts";
 import { createRateLimiter, type RateLimitStore } from "../infra/rate-limit.ts";
 import { agentAuthEndpoints } from "./api/agent-auth.ts";
+import { agentCapabilityEndpoints } from "./api/agent-capabilities.ts";
 import { deviceEndpoints } from "./api/device.ts";
 import { directoryEndpoint } from "./api/directory.ts";
 import { deviceFlow } from "./api/oauth/device-flow.ts";
@@ -137,14 +138,13 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     { ...oauth, publicUrl },
     { deviceCodesPerIp: limiter("deviceCodesPerIp") },
   );
+  const agentLimits = { registrationsPerIp: limiter("agentRegistrationsPerIp"), badKeysPerIp };
   const api = [
     verifyEndpoint(ctx, { perPartnerKey: limiter("failedVerifiesPerPartnerKey"), badKeysPerIp }),
     sessionTokensEndpoint(ctx, publicUrl, { perUserKey: limiter("mintsPerUserKey"), badKeysPerIp }),
     directoryEndpoint(ctx),
-    ...agentAuthEndpoints(ctx, publicUrl, {
-      registrationsPerIp: limiter("agentRegistrationsPerIp"),
-      badKeysPerIp,
-    }),
+    ...agentAuthEndpoints(ctx, publicUrl, agentLimits),
+    ...agentCapabilityEndpoints(ctx, publicUrl, agentLimits),
     ...deviceEndpoints(deviceLogins),
     ...oauthEndpoints(
       ctx,
@@ -236,6 +236,13 @@ function apiDescription(publicUrl: string) {
           bearerFormat: "JWT",
           description:
             "A host's JWT (Agent Auth Protocol `host+jwt`): EdDSA, `iss` the thumbprint of the host's Ed25519 key, `aud` this issuer, used once",
+        },
+        agentJwt: {
+          type: "http" as const,
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description:
+            "An agent's JWT (Agent Auth Protocol `agent+jwt`): EdDSA, `iss` its host's thumbprint, `sub` the agent's id, `aud` this issuer, used once",
         },
       },
     },

@@ -5,6 +5,7 @@ import type { IdentityDatabase } from "./schema.ts";
 type HostRow = IdentityDatabase["agent_hosts"];
 type AgentRow = IdentityDatabase["agents"];
 type DeviceCodeRow = IdentityDatabase["device_codes"];
+type GrantRow = IdentityDatabase["agent_grants"];
 
 export interface HostRecord {
   id: string;
@@ -175,6 +176,7 @@ export function createAgentStore(
     async register(registration: {
       newHost: HostRow | null;
       newAgent: AgentRow | null;
+      grants: GrantRow[];
       approval: DeviceCodeRow;
     }): Promise<void> {
       await database.transaction(async (trx) => {
@@ -183,6 +185,20 @@ export function createAgentStore(
         }
         if (registration.newAgent) {
           await trx.insertInto("agents").values(registration.newAgent).execute();
+        }
+        for (const grant of registration.grants) {
+          await trx
+            .insertInto("agent_grants")
+            .values(grant)
+            .onConflict((conflict) =>
+              conflict.columns(["agent_id", "capability"]).doUpdateSet({
+                status: "pending",
+                constraints: grant.constraints,
+                reason: grant.reason,
+                updated_at: grant.updated_at,
+              }),
+            )
+            .execute();
         }
         await trx.insertInto("device_codes").values(registration.approval).execute();
       });
@@ -199,7 +215,9 @@ export function createAgentStore(
         .executeTakeFirst();
       if (!code?.agent_id || code.status !== "pending" || code.expires_at <= now) return undefined;
       const agent = (await agentsWithHosts({ agentId: code.agent_id }))[0];
-      if (agent?.status !== "pending") return undefined;
+      if (agent?.status !== "pending" && !(agent && (await hasPendingGrants(reads, agent.id)))) {
+        return undefined;
+      }
       return {
         deviceHash: code.device_hash,
         agent,
@@ -211,15 +229,18 @@ export function createAgentStore(
     },
 
     /**
-     * Decides a pending registration, in one transaction: approving links the host to the
-     * person (a host is one person's: `other_account` when it is another's) and makes host and
-     * agent active; denying rejects the agent. The code is spent either way.
+     * Decides a pending registration, or an active agent's request for more capabilities, in
+     * one transaction: approving links the host to the person (a host is one person's:
+     * `other_account` when it is another's), makes host and agent active, and grants the pending
+     * capabilities the person chose; the others, and all of them on a denial, are denied.
+     * Denying a registration rejects the agent. The code is spent either way.
      */
     async decideAgentApproval(
       deviceHash: string,
       accountId: string,
       decision: "approve" | "deny",
       at: number,
+      capabilities: readonly string[] | "all" = "all",
     ): Promise<"decided" | "gone" | "other_account"> {
       return database.transaction(async (trx) => {
         const code = await trx
@@ -240,7 +261,8 @@ export function createAgentStore(
             .selectAll()
             .where("id", "=", agent.host_id)
             .executeTakeFirst());
-        if (!agent || !host || agent.status !== "pending") return "gone";
+        const asking = agent?.status === "active" && (await hasPendingGrants(trx, agent.id));
+        if (!agent || !host || (agent.status !== "pending" && !asking)) return "gone";
         if (host.status === "revoked" || host.status === "rejected") return "gone";
         if (host.account_id !== null && host.account_id !== accountId) return "other_account";
         const spent = await trx
@@ -250,6 +272,25 @@ export function createAgentStore(
           .where("status", "=", "pending")
           .executeTakeFirst();
         if (spent.numUpdatedRows === 0n) return "gone";
+        const granting = capabilities === "all" || capabilities.length > 0;
+        if (decision === "approve" && granting) {
+          const granting = trx
+            .updateTable("agent_grants")
+            .set({ status: "active", updated_at: at })
+            .where("agent_id", "=", agent.id)
+            .where("status", "=", "pending");
+          await (capabilities === "all"
+            ? granting
+            : granting.where("capability", "in", capabilities)
+          ).execute();
+        }
+        await trx
+          .updateTable("agent_grants")
+          .set({ status: "denied", updated_at: at })
+          .where("agent_id", "=", agent.id)
+          .where("status", "=", "pending")
+          .execute();
+        if (asking) return "decided";
         if (decision === "deny") {
           await trx
             .updateTable("agents")
@@ -473,6 +514,16 @@ export function createAgentStore(
 }
 
 export type AgentStore = ReturnType<typeof createAgentStore>;
+
+async function hasPendingGrants(db: ReadOnlyDb<IdentityDatabase> | Trx, agentId: string) {
+  const row = await db
+    .selectFrom("agent_grants")
+    .select("capability")
+    .where("agent_id", "=", agentId)
+    .where("status", "=", "pending")
+    .executeTakeFirst();
+  return row !== undefined;
+}
 
 async function revokeHostIn(trx: Trx, hostId: string, at: number): Promise<number> {
   await trx

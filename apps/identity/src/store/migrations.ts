@@ -1,5 +1,6 @@
 import type { Engine } from "@agentpass/db";
 import { type Migration, sql } from "kysely";
+import { createCapabilityTables } from "./migrations/agent-capabilities.ts";
 import { createAgentTables } from "./migrations/agents.ts";
 import type { AnyDb } from "./migrations/any-db.ts";
 import { createAuditEvents } from "./migrations/audit-events.ts";
@@ -160,4 +161,5 @@ export const identityMigrations = (engine: Engine): Record<string, Migration> =>
     },
   },
   "0018_agents": { up: (db: AnyDb) => createAgentTables(db) },
+  "0019_agent_capabilities": { up: (db: AnyDb) => createCapabilityTables(db) },
 });

@@ -146,6 +146,12 @@ export function createOperatorStore(database: StoreDatabase<IdentityDatabase>) {
           .where("partner_id", "in", partnerIds)
           .orderBy("created_at")
           .execute(),
+        partner_capabilities: await reads
+          .selectFrom("partner_capabilities")
+          .selectAll()
+          .where("partner_id", "in", partnerIds)
+          .orderBy("name")
+          .execute(),
         usage_daily: await reads
           .selectFrom("usage_daily")
           .selectAll()
@@ -205,6 +211,20 @@ export function createOperatorStore(database: StoreDatabase<IdentityDatabase>) {
           )
           .orderBy("agents.created_at")
           .orderBy("agents.id")
+          .execute(),
+        agent_grants: await reads
+          .selectFrom("agent_grants")
+          .innerJoin("agents", "agents.id", "agent_grants.agent_id")
+          .innerJoin("agent_hosts", "agent_hosts.id", "agents.host_id")
+          .selectAll("agent_grants")
+          .where((eb) =>
+            eb.or([
+              eb("agents.account_id", "=", accountId),
+              eb("agent_hosts.account_id", "=", accountId),
+            ]),
+          )
+          .orderBy("agent_grants.agent_id")
+          .orderBy("agent_grants.capability")
           .execute(),
         device_codes: await reads
           .selectFrom("device_codes")

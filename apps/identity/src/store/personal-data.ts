@@ -60,6 +60,11 @@ export const PERSONAL_TABLES = {
     deletion: { kind: "cascade", from: "partners" },
     exportedIn: ["partner_keys"],
   },
+  partner_capabilities: {
+    tiedBy: "partner_id → partners.owner_account_id (what the partner offers agents)",
+    deletion: { kind: "cascade", from: "partners" },
+    exportedIn: ["partner_capabilities"],
+  },
   partner_resources: {
     tiedBy: "partner_id → partners.owner_account_id",
     // No foreign key: a resource URL is unique, and must be free again once its partner goes.
@@ -100,6 +105,11 @@ export const PERSONAL_TABLES = {
     tiedBy: "agent_id → agents.account_id (the partners that saw each agent)",
     deletion: { kind: "cascade", from: "agents" },
     exportedIn: ["agents"],
+  },
+  agent_grants: {
+    tiedBy: "agent_id → agents.account_id (the capabilities each agent was granted)",
+    deletion: { kind: "cascade", from: "agents" },
+    exportedIn: ["agent_grants"],
   },
   oauth_codes: {
     tiedBy: "account_id",

@@ -211,6 +211,31 @@ export interface IdentityDatabase {
     last_at: number;
     count: number;
   };
+  /** A capability a partner offers agents, executed at its `location` (migration 0019). */
+  partner_capabilities: {
+    /** `[a-z0-9_]+`, one partner's across the service. */
+    name: string;
+    partner_id: string;
+    description: string;
+    /** The absolute URL the agent sends its execution to, at one of the partner's resources. */
+    location: string;
+    /** JSON Schema of the arguments (an object), as JSON; null: none. */
+    input_schema: string | null;
+    output_schema: string | null;
+    updated_at: number;
+  };
+  /** An agent's grant of a capability (migration 0019; section 3.3). */
+  agent_grants: {
+    agent_id: string;
+    capability: string;
+    status: "pending" | "active" | "denied";
+    /** The approved constraints (section 2.13), as JSON; null: unconstrained. */
+    constraints: string | null;
+    /** Why the agent asked, in its own words. */
+    reason: string | null;
+    created_at: number;
+    updated_at: number;
+  };
   partner_activity: {
     account_id: string;
     partner_id: string;

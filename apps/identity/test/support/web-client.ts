@@ -32,13 +32,22 @@ export function webClient(app: Requester, base = "http://localhost") {
     jar,
     request,
     get: (path: string) => request(path),
-    /** Posts a form with this browser's CSRF token (unless `_csrf` is given). */
-    async post(path: string, fields: Record<string, string>, headers: Record<string, string> = {}) {
+    /** Posts a form with this browser's CSRF token (unless `_csrf` is given); a list is a field repeated. */
+    async post(
+      path: string,
+      fields: Record<string, string | string[]>,
+      headers: Record<string, string> = {},
+    ) {
       if (!csrf) await request("/sign-in");
+      const body = new URLSearchParams({ _csrf: csrf });
+      for (const [name, value] of Object.entries(fields)) {
+        body.delete(name);
+        for (const each of [value].flat()) body.append(name, each);
+      }
       return request(path, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
-        body: new URLSearchParams({ _csrf: csrf, ...fields }).toString(),
+        body: body.toString(),
       });
     },
     /** Follows a 303 to the page it names, as a browser does; any other answer as it is. */

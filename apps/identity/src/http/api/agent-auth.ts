@@ -1,17 +1,8 @@
-import {
-  type Answer,
-  type ApiCall,
-  defineEndpoint,
-  type Endpoint,
-  type InputFailure,
-  type PlainAnswer,
-  readBearer,
-} from "@agentpass/http";
+import { type Answer, type ApiCall, defineEndpoint, type Endpoint } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
 import { publicEd25519Key, thumbprintOf } from "../../domain/agent-jwt.ts";
 import {
-  type AgentAuthRefusal,
   agentOfHost,
   approvalOf,
   audienceOfResources,
@@ -22,23 +13,31 @@ import {
   registerAgent,
   statusOf,
 } from "../../domain/agents.ts";
-import { judgePartnerKey } from "../../domain/session-tokens.ts";
+import { grantsOfAgent, grantsOfPartner, readRequestedGrants } from "../../domain/capabilities.ts";
 import { type RateLimiter, rateLimitHeaders } from "../../infra/rate-limit.ts";
+import {
+  bearerOf,
+  judgePartnerCaller,
+  MAX_BODY_BYTES,
+  NO_STORE,
+  ok,
+  operation,
+  refuseAgentAuthInput,
+  refused,
+  renderAgentAuthError,
+} from "./agent-auth-answers.ts";
 
 /**
  * AgentPass as an Agent Auth Protocol provider (v1.0-draft, section 5): discovery, agent
  * registration under a host, status, reactivation, revocation, key rotation, and introspection
- * for partners. Every answer here is the protocol's: an error is `{ error, message }` (section
- * 5.13), never the rest of the API's `{ error, code }`.
+ * for partners; capabilities are `agent-capabilities.ts`'s. Answers are `agent-auth-answers.ts`'s.
  */
 
 const AGENT_AUTH_VERSION = "1.0-draft";
-/** Bodies of these endpoints are small: a name, a key, an id. */
-const MAX_BODY_BYTES = 16 * 1024;
-const NO_STORE = { "Cache-Control": "no-store" };
 
-const PATHS = {
+export const PATHS = {
   register: "/agent/register",
+  request_capability: "/agent/request-capability",
   capabilities: "/capability/list",
   describe_capability: "/capability/describe",
   status: "/agent/status",
@@ -50,26 +49,8 @@ const PATHS = {
   introspect: "/agent/introspect",
 } as const;
 
-const ErrorBody = z.object({
-  error: z.string().meta({ description: "Machine code (section 5.13)", example: "invalid_jwt" }),
-  message: z.string().meta({ description: "For people", example: "Invalid JWT: …" }),
-});
-const errorResponse = (description: string) => ({
-  description,
-  content: { "application/json": { schema: ErrorBody } },
-});
-const REFUSALS = {
-  "400": errorResponse("invalid_request, unsupported_mode, unsupported_algorithm, …"),
-  "401": errorResponse("invalid_jwt: the host's JWT is missing, invalid, expired or used"),
-  "403": errorResponse("host_revoked, host_pending, agent_revoked, …"),
-  "404": errorResponse("agent_not_found, capability_not_found"),
-  "409": errorResponse("agent_exists, host_exists: the key is registered already"),
-  "413": errorResponse("invalid_request: the body is over the endpoint's limit"),
-  "429": errorResponse("rate_limited: too many registrations, or unknown partner keys"),
-};
 const Jwk = z.record(z.string(), z.unknown()).meta({ description: "A public Ed25519 JWK" });
 const AgentIdBody = z.object({ agent_id: z.string().min(1).max(100) });
-const Status = z.object({}).passthrough().meta({ description: "The agent (section 5.5)" });
 
 export function agentAuthEndpoints(
   ctx: IdentityContext,
@@ -138,6 +119,8 @@ export function agentAuthEndpoints(
           body: { error: "rate_limited", message: "Too many registrations from this address" },
         };
       }
+      const wanted = await readRequestedGrants(ctx, body.capabilities ?? []);
+      if (!wanted.ok) return refused(wanted);
       const registered = await registerAgent(
         ctx,
         host,
@@ -145,7 +128,8 @@ export function agentAuthEndpoints(
           name: body.name,
           hostName: body.host_name,
           mode: body.mode,
-          capabilities: body.capabilities,
+          grants: wanted.grants,
+          reason: body.reason,
         },
         request.clientAddress(),
       );
@@ -169,7 +153,7 @@ export function agentAuthEndpoints(
         name: agent.name,
         mode: "delegated",
         status: "pending",
-        agent_capability_grants: [],
+        agent_capability_grants: await grantsOfAgent(ctx, agent.id),
         approval: approvalOf(issuer, registered.userCode),
       });
     },
@@ -190,7 +174,7 @@ export function agentAuthEndpoints(
       if (!host.host) return refused(refusal(401, "invalid_jwt", "Invalid JWT: unknown host"));
       const agent = await agentOfHost(ctx, host.host, query.agent_id);
       if ("ok" in agent) return refused(agent);
-      return ok(statusOf(ctx, agent));
+      return ok(statusOf(ctx, agent, await grantsOfAgent(ctx, agent.id)));
     },
   });
 
@@ -207,7 +191,7 @@ export function agentAuthEndpoints(
       if (!done.ok) return refused(done);
       await auditHostAct(request, host, "agent.reactivate", agent.id);
       const now = await ctx.agents.findAgent(agent.id);
-      return ok(statusOf(ctx, now ?? agent));
+      return ok(statusOf(ctx, now ?? agent, await grantsOfAgent(ctx, agent.id)));
     },
   });
 
@@ -249,7 +233,7 @@ export function agentAuthEndpoints(
         return refused(refusal(409, "agent_exists", "An agent of this host has this key"));
       }
       await auditHostAct(request, host, "agent.rotate_key", agent.id);
-      return ok({ agent_id: agent.id, status: statusOf(ctx, agent).status });
+      return ok({ agent_id: agent.id, status: statusOf(ctx, agent, []).status });
     },
   });
 
@@ -291,32 +275,6 @@ export function agentAuthEndpoints(
     },
   });
 
-  const capabilities = defineEndpoint({
-    method: "GET",
-    path: PATHS.capabilities,
-    public: true,
-    renderError: renderAgentAuthError,
-    operation: operation(
-      "agentAuthCapabilities",
-      "The capabilities partners offer through AgentPass (section 5.2): none yet",
-      [],
-    ),
-    input: { query: z.object({ query: z.string().max(200).optional() }) },
-    refuseInput: refuseAgentAuthInput,
-    handle: () => ok({ capabilities: [], next_cursor: null, has_more: false }),
-  });
-
-  const describe = defineEndpoint({
-    method: "GET",
-    path: PATHS.describe_capability,
-    public: true,
-    renderError: renderAgentAuthError,
-    operation: operation("agentAuthDescribeCapability", "One capability (section 5.2.1)", []),
-    input: { query: z.object({ name: z.string().min(1).max(200) }) },
-    refuseInput: refuseAgentAuthInput,
-    handle: () => refused(refusal(404, "capability_not_found", "No such capability")),
-  });
-
   const introspect = defineEndpoint({
     method: "POST",
     path: PATHS.introspect,
@@ -335,26 +293,15 @@ export function agentAuthEndpoints(
     input: { body: z.object({ token: z.string().min(1).max(8192) }) },
     refuseInput: refuseAgentAuthInput,
     async handle(request, { admitted, body }) {
-      const partner = admitted ? await judgePartnerKey(ctx, admitted) : null;
-      if (!partner?.ok) {
-        const counted = await limits.badKeysPerIp.take(request.clientIp());
-        if (!counted.ok) {
-          return {
-            status: 429,
-            headers: rateLimitHeaders(counted),
-            body: { error: "rate_limited", message: "Too many unknown partner keys" },
-          };
-        }
-        return partner?.code === "REVOKED_PARTNER_KEY"
-          ? refused(refusal(403, "partner_key_revoked", "Partner key has been revoked"))
-          : refused(refusal(401, "partner_key_invalid", "Invalid partner key"));
-      }
+      const partner = await judgePartnerCaller(ctx, request, admitted, limits.badKeysPerIp);
+      if (!("partnerId" in partner)) return partner;
       const resources = await ctx.oauth.resourcesOf(partner.partnerId);
       const verdict = await judgeAgentJwt(ctx, body.token, audienceOfResources(resources));
       if (!verdict.ok) return { status: 200, headers: NO_STORE, body: { active: false } };
       const { agent } = verdict;
       ctx.usage.record(partner.partnerId, "success", partner.now, verdict.accountId, agent.id);
-      const status = statusOf(ctx, agent);
+      const status = statusOf(ctx, agent, []);
+      const grants = await grantsOfPartner(ctx, partner.partnerId, agent.id);
       return ok({
         active: true,
         agent_id: agent.id,
@@ -364,7 +311,7 @@ export function agentAuthEndpoints(
         user_id: verdict.accountId,
         email: verdict.email,
         mode: "delegated",
-        agent_capability_grants: [],
+        agent_capability_grants: grants,
         ...("expires_at" in status && { expires_at: status.expires_at }),
       });
     },
@@ -379,8 +326,6 @@ export function agentAuthEndpoints(
     rotateKey,
     rotateHostKey,
     revokeHost,
-    capabilities,
-    describe,
     introspect,
   ];
 
@@ -444,77 +389,4 @@ export function agentAuthEndpoints(
 function knownHost(host: { host: import("../../store/agent-store.ts").HostRecord | null }) {
   if (!host.host) throw new Error("judgeHostJwt answered an unknown host outside registration");
   return host.host;
-}
-
-function operation(
-  operationId: string,
-  summary: string,
-  security: Record<string, string[]>[] = [{ hostJwt: [] }],
-) {
-  return {
-    operationId,
-    summary,
-    tags: ["Agent Auth"],
-    security,
-    responses: {
-      "200": {
-        description: "The answer the protocol gives",
-        content: { "application/json": { schema: Status } },
-      },
-      ...REFUSALS,
-    },
-  };
-}
-
-/** The bearer token, whatever it is: the handler judges it, so a missing one is its 401 too. */
-function bearerOf(request: ApiCall) {
-  const bearer = readBearer(request.header("authorization"));
-  return { ok: true as const, admitted: bearer.kind === "present" ? bearer.value : undefined };
-}
-
-function ok(body: object): Answer {
-  return { status: 200, headers: NO_STORE, body };
-}
-
-function refused(refusal: AgentAuthRefusal): Answer {
-  const { ok: _ok, status, ...body } = refusal;
-  return {
-    status,
-    headers: {
-      ...NO_STORE,
-      ...(status === 401 && {
-        "WWW-Authenticate": 'Bearer realm="agentpass", error="invalid_token"',
-      }),
-    },
-    body,
-  };
-}
-
-function refuseAgentAuthInput(failure: InputFailure): Answer {
-  const message =
-    failure.problem === "schema"
-      ? `Invalid ${failure.part}: ${failure.error.issues
-          .map((issue) => `${issue.path.join(".") || failure.part} ${issue.message}`)
-          .join("; ")}`
-      : "The body must be a JSON object";
-  return { status: 400, headers: NO_STORE, body: { error: "invalid_request", message } };
-}
-
-/** What the router answers for these endpoints (a body too large, a fault) in their format. */
-function renderAgentAuthError(answer: PlainAnswer): Answer {
-  const error =
-    answer.status === 413 || answer.status < 500
-      ? answer.status === 429
-        ? "rate_limited"
-        : "invalid_request"
-      : answer.status === 503
-        ? "temporarily_unavailable"
-        : "internal_error";
-  const requestId = answer.body.requestId;
-  const message = String(answer.body.error ?? "Request refused");
-  return {
-    status: answer.status,
-    headers: answer.headers,
-    body: { error, message: typeof requestId === "string" ? `${message} (${requestId})` : message },
-  };
 }

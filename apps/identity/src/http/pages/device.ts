@@ -1,6 +1,7 @@
 import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { decideAgentApproval, findPendingAgentApproval } from "../../domain/agents.ts";
+import { pendingGrantsOf } from "../../domain/capabilities.ts";
 import {
   decideDeviceLogin,
   findPendingDeviceLogin,
@@ -67,9 +68,10 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
         if (pending) return devicePage(web, confirmation(web, pending, request.clientAddress()));
         const agent = await findPendingAgent(web.flash.userCode);
         if (agent) {
+          const asked = await pendingGrantsOf(ctx, agent.agent.id);
           return devicePage(
             web,
-            agentConfirmation(web, agent, web.flash.userCode, request.clientAddress()),
+            agentConfirmation(web, agent, asked, web.flash.userCode, request.clientAddress()),
           );
         }
         return devicePage(web, codeForm(web.csrf, EXPIRED));
@@ -159,11 +161,13 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
     pending: PendingAgentApproval,
     approve: boolean,
   ) {
+    const chosen = web.form.getAll("capability");
     const decided = await decideAgentApproval(
       ctx,
       pending.deviceHash,
       web.session.accountId,
       approve ? "approve" : "deny",
+      chosen,
     );
     if (decided !== "decided") return devicePage(web, codeForm(web.csrf, EXPIRED), 400);
     await ctx.audit.record({
@@ -173,6 +177,7 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
       subject: { kind: "agent", id: pending.agent.id },
       detail: {
         agentName: pending.agent.name,
+        ...(approve && chosen.length > 0 && { capabilities: chosen.join(" ") }),
         hostId: pending.host.id,
         hostName: pending.host.name,
         startedFrom: pending.clientAddress,
@@ -188,14 +193,20 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
   function agentConfirmation(
     web: SignedInRequest,
     pending: PendingAgentApproval,
+    asked: Awaited<ReturnType<typeof pendingGrantsOf>>,
     userCode: string,
     here: string,
   ) {
     const from = pending.clientAddress ?? "an unrecorded address";
     const elsewhere = pending.clientAddress !== null && !isSameNetwork(pending.clientAddress, here);
     const linked = pending.host.accountId !== null;
+    const more = pending.agent.status === "active";
     return html`<div class="card">
-<p class="warning" role="alert">An agent asks to act for you. Approve only an agent you registered yourself, just now. Approving lets it prove to every AgentPass partner that it acts for <strong>${web.session.email}</strong>, until you revoke it on the Agents page.</p>
+<p class="warning" role="alert">${
+      more
+        ? html`An agent you approved asks to do more for you. Approve only what you asked it to do, just now.`
+        : html`An agent asks to act for you. Approve only an agent you registered yourself, just now. Approving lets it prove to every AgentPass partner that it acts for <strong>${web.session.email}</strong>, until you revoke it on the Agents page.`
+    }</p>
 <dl>
 <dt>Code</dt><dd><code id="device-code">${userCode}</code> <span class="muted">(it must be the code your own terminal shows)</span></dd>
 <dt>Agent</dt><dd id="agent-name">${pending.agent.name} <span class="muted">(the agent's own name for itself, not verified)</span></dd>
@@ -203,9 +214,17 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
 <dt>From</dt><dd>${from}${pending.clientAddress ? html` <span class="muted">(network ${networkOf(pending.clientAddress)})</span>` : ""}</dd>
 </dl>
 ${elsewhere ? html`<p class="warning" role="alert">This agent asked from another network than the one you are using now. If you did not register it on another machine of yours, deny it.</p>` : ""}
-<form method="post" action="/device" class="inline">${csrfField(web.csrf)}<input type="hidden" name="code" value="${userCode}">
-<button type="submit" name="decision" value="deny">Deny</button>
-<button type="submit" name="decision" value="approve" class="secondary">Approve</button></form></div>`;
+<form method="post" action="/device">${csrfField(web.csrf)}<input type="hidden" name="code" value="${userCode}">
+${
+  asked.length > 0
+    ? html`<fieldset id="capabilities"><legend>It asks to</legend>${asked.map(
+        (capability) =>
+          html`<p><label><input type="checkbox" name="capability" value="${capability.name}" checked> <strong>${capability.description}</strong> <span class="muted">(${capability.name}, at ${capability.partnerName}${capability.limits ? html`; only with ${capability.limits}` : ""})</span></label></p>`,
+      )}<p class="muted">Clear what you do not want it to do: that part is denied.</p></fieldset>`
+    : ""
+}
+<p class="inline"><button type="submit" name="decision" value="deny">Deny</button>
+<button type="submit" name="decision" value="approve" class="secondary">Approve</button></p></form></div>`;
   }
 
   /** What the person checks before approving: who asks, from where, since when. */
