@@ -15,6 +15,7 @@ import { z } from "zod";
 import type { NotesContext } from "./context.ts";
 import { MAX_BODY_BYTES } from "./limits.ts";
 import { MCP_UNSERVED, mcpEndpoint } from "./mcp/endpoint.ts";
+import { agentExecuteEndpoint } from "./routes/agent-execute.ts";
 import { boundTokenUser, verifiedUser } from "./routes/authenticate.ts";
 import { createAuthenticationCounts } from "./routes/authentication-metrics.ts";
 import { noteEndpoints } from "./routes/notes.ts";
@@ -73,6 +74,7 @@ export function createNotesApi(
     ...noteEndpoints(ctx, verified),
     ...tagEndpoints(ctx, verified),
     mcpEndpoint(ctx, { publicUrl, logger: options.logger, authenticate: bound }),
+    agentExecuteEndpoint(ctx, agentpassUrl),
     ...protectedResourceEndpoints({ publicUrl, agentpassUrl: options.agentpassUrl }),
     ...healthEndpoints(() => ctx.store.ping(), options.notReady ?? (() => null)),
   ];
@@ -98,6 +100,13 @@ export function createNotesApi(
             type: "http",
             scheme: "bearer",
             description: `The same session token as \`Authorization: Bearer\` (RFC 6750), or an OAuth access token from AgentPass: this resource's metadata (RFC 9728) at \`${RESOURCE_METADATA_PATH}\` names AgentPass as its authorization server. A token bound to a key (DPoP, RFC 9449) goes as \`Authorization: DPoP\` instead, with a \`DPoP\` proof of the request.`,
+          },
+          agentJwt: {
+            type: "http",
+            scheme: "bearer",
+            bearerFormat: "JWT",
+            description:
+              "An agent's own JWT (Agent Auth Protocol `agent+jwt`), for this API's URL, or for `/agent/execute` exactly there",
           },
           boundToken: {
             type: "oauth2",

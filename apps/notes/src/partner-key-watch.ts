@@ -40,6 +40,13 @@ export function watchPartnerKey(
       ...(introspect && {
         introspect: async (token, context) => note(await introspect.call(verifier, token, context)),
       }),
+      // Capability calls say nothing the watch reads: a refused key is answered as a 503.
+      ...(verifier.authorizeCapability && {
+        authorizeCapability: verifier.authorizeCapability.bind(verifier),
+      }),
+      ...(verifier.declareCapabilities && {
+        declareCapabilities: verifier.declareCapabilities.bind(verifier),
+      }),
     },
     partnerKeyRefused: () => refusedWith,
   };

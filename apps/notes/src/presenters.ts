@@ -16,5 +16,6 @@ export function presentNote(note: Note) {
     createdAt: isoTime(note.createdAt),
     updatedAt: isoTime(note.updatedAt),
     tags: note.tags.map(presentTag),
+    ...(note.agent && { agent: note.agent }),
   };
 }

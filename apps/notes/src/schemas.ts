@@ -119,6 +119,10 @@ const NoteSchema = z.object({
   createdAt: z.iso.datetime(),
   updatedAt: z.iso.datetime(),
   tags: z.array(TagSchema),
+  agent: z
+    .object({ id: z.string(), name: z.string() })
+    .optional()
+    .describe("The agent that created the note, when one did (its AgentPass id and name)"),
 });
 
 export const NoteAnswer = z.object({ note: NoteSchema });

@@ -8,13 +8,19 @@ import {
   type Listener,
   type LoopbackRequest,
 } from "@agentpass/http";
-import { createVerifier, MAX_CACHE_TTL_MS, type Verifier } from "@agentpass/verify";
+import {
+  createVerifier,
+  type DeclareResult,
+  MAX_CACHE_TTL_MS,
+  type Verifier,
+} from "@agentpass/verify";
 import { LRUCache } from "lru-cache";
 import pino, { type Logger } from "pino";
 import { createNotesApi } from "./app.ts";
 import type { NotesConfig } from "./config.ts";
 import type { NotesContext } from "./context.ts";
 import { watchPartnerKey } from "./partner-key-watch.ts";
+import { notesCapabilities } from "./routes/agent-execute.ts";
 import { notesMigrations } from "./store/migrations.ts";
 import type { NotesDatabase } from "./store/schema.ts";
 import { createNotesStore } from "./store/store.ts";
@@ -55,6 +61,11 @@ export interface NotesService {
   logger: Logger;
   /** `/readyz` answers 503 `shutting_down` from now on (`startServer`'s close calls it). */
   beginDrain(): void;
+  /**
+   * Makes the notes API's capabilities what AgentPass offers agents (done at start, with
+   * retries while AgentPass is out of reach); undefined without a partner key.
+   */
+  declareCapabilities(): Promise<DeclareResult | undefined>;
   close(): Promise<void>;
 }
 
@@ -159,6 +170,13 @@ export async function openNotesService(
       },
     });
     const loopback = createLoopbackClient(listener);
+    const capabilities = notesCapabilities(config.publicUrl);
+    const declareCapabilities = async (): Promise<DeclareResult | undefined> =>
+      watched.verifier.declareCapabilities?.(capabilities);
+    // Declared at start, again after a failure AgentPass may get over (unreachable): a refusal
+    // (a location at no resource URL of ours) waits for an operator, and a restart.
+    const declaring =
+      config.partnerKey && !options.verifier ? retrying(declareCapabilities, logger) : null;
     return {
       listener,
       endpoints,
@@ -168,7 +186,9 @@ export async function openNotesService(
       beginDrain: () => {
         draining = true;
       },
+      declareCapabilities,
       close: async () => {
+        declaring?.stop();
         await startProbe;
         await loopback.close();
         await database.close();
@@ -178,4 +198,27 @@ export async function openNotesService(
     await database.close();
     throw error;
   }
+}
+
+/** Declares the capabilities until AgentPass answers, backing off from 1 s to a minute. */
+function retrying(declare: () => Promise<DeclareResult | undefined>, logger: Logger) {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const attempt = async (waitMs: number): Promise<void> => {
+    const result = await declare();
+    if (stopped || !result || result.ok) return;
+    if (result.status !== 503) {
+      logger.error({ code: result.error }, `capabilities not declared: ${result.message}`);
+      return;
+    }
+    timer = setTimeout(() => void attempt(Math.min(waitMs * 2, 60_000)), waitMs);
+    timer.unref();
+  };
+  void attempt(1000);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }

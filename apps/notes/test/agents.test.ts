@@ -33,12 +33,12 @@ for (const engine of testEngines()) {
     });
     after(() => notes.close());
 
-    /** An agent of `email` registered under `host` and approved by them. */
-    async function agentOf(email: string, host: Ed25519Key, name: string) {
+    /** An agent of `email` registered under `host` (asking for `capabilities`) and approved. */
+    async function agentOf(email: string, host: Ed25519Key, name: string, capabilities?: unknown[]) {
       const key = await ed25519Key();
       const registered = await call(`${issuer}/agent/register`, {
         bearer: await hostJwt(host, issuer, { agent_public_key: key.jwk }),
-        body: { name, host_name: "laptop" },
+        body: { name, host_name: "laptop", ...(capabilities && { capabilities }) },
       });
       assert.equal(registered.status, 200, JSON.stringify(registered.body));
       const code = (registered.body.approval as { user_code: string }).user_code;
@@ -46,7 +46,7 @@ for (const engine of testEngines()) {
       const id = registered.body.agent_id as string;
       return {
         id,
-        jwt: () => agentJwt(key, host.thumbprint, id, PUBLIC_URL),
+        jwt: (aud = PUBLIC_URL) => agentJwt(key, host.thumbprint, id, aud),
       };
     }
 
@@ -69,13 +69,17 @@ for (const engine of testEngines()) {
         body: "hello",
       });
       assert.equal(created.status, 201, await created.clone().text());
+      const { note: written } = (await created.json()) as { note: { agent?: unknown } };
+      assert.deepEqual(written.agent, { id: writer.id, name: "writer" });
       const jwt = await reader.jwt();
       const listed = await rest(jwt, "GET", "/api/notes");
       assert.equal(listed.status, 200);
-      const { notes: items } = (await listed.json()) as { notes: Array<{ title: string }> };
+      const { notes: items } = (await listed.json()) as {
+        notes: Array<{ title: string; agent?: { name: string } }>;
+      };
       assert.deepEqual(
-        items.map((note) => note.title),
-        ["by the writer"],
+        items.map((note) => [note.title, note.agent?.name]),
+        [["by the writer", "writer"]],
       );
       const replayed = await rest(jwt, "GET", "/api/notes");
       assert.equal(replayed.status, 401, "an agent JWT is good once");
@@ -122,6 +126,65 @@ for (const engine of testEngines()) {
         }),
       });
       assert.equal(initialize.status, 200, await initialize.clone().text());
+    });
+
+    it("executes its capabilities for an agent, within what its person granted", async () => {
+      const declared = await notes.service.declareCapabilities();
+      assert.ok(declared?.ok, JSON.stringify(declared));
+      const listed = await call(`${issuer}/capability/list`);
+      assert.deepEqual(
+        (listed.body.capabilities as { name: string }[]).map((c) => c.name),
+        ["create_note", "list_notes"],
+      );
+      const person = await notes.person();
+      const agent = await agentOf(person.email, await ed25519Key(), "clerk", [
+        { name: "list_notes", constraints: { limit: { max: 2 } } },
+        "create_note",
+      ]);
+      const location = `${PUBLIC_URL}/agent/execute`;
+      const execute = async (capability: string, args: unknown, jwt?: string) => {
+        const response = await rest(jwt ?? (await agent.jwt(location)), "POST", "/agent/execute", {
+          capability,
+          arguments: args,
+        });
+        return { status: response.status, headers: response.headers, body: await response.json() };
+      };
+
+      const created = await execute("create_note", { title: "from the clerk", text: "hello" });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      assert.equal(created.body.data.note.title, "from the clerk");
+      assert.deepEqual(created.body.data.note.agent, { id: agent.id, name: "clerk" });
+      // The person sees who wrote it through their own token, too.
+      const mine = await notes.call(person.token, "GET", "/api/notes");
+      const page = (await mine.json()) as { notes: { agent?: { name: string } }[] };
+      assert.equal(page.notes[0]?.agent?.name, "clerk");
+
+      const within = await execute("list_notes", { limit: 2, search: "clerk" });
+      assert.equal(within.status, 200, JSON.stringify(within.body));
+      assert.equal(within.body.data.total, 1);
+      const beyond = await execute("list_notes", { limit: 50 });
+      assert.equal(beyond.status, 403);
+      assert.equal(beyond.body.error, "constraint_violated");
+      assert.deepEqual(beyond.body.violations, [
+        { field: "limit", constraint: { max: 2 }, actual: 50 },
+      ]);
+      const badArgs = await execute("create_note", { title: 7 });
+      assert.equal(badArgs.status, 400);
+      assert.equal(badArgs.body.error, "invalid_request");
+      const unknown = await execute("delete_everything", {});
+      assert.equal(unknown.status, 404);
+      assert.equal(unknown.body.error, "capability_not_found");
+      // A JWT for the API itself is not one for the location.
+      const elsewhere = await execute("list_notes", { limit: 1 }, await agent.jwt());
+      assert.equal(elsewhere.status, 401);
+      assert.equal(elsewhere.body.error, "invalid_jwt");
+      assert.match(elsewhere.headers.get("www-authenticate") ?? "", /^AgentAuth discovery="/);
+      const anonymous = await notes.app.request("/agent/execute", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ capability: "list_notes" }),
+      });
+      assert.equal(anonymous.status, 401);
     });
 
     it("names AgentPass's Agent Auth discovery in every 401, beside Bearer", async () => {

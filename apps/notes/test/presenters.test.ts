@@ -22,6 +22,7 @@ const note = fc.record({
   createdAt: instant,
   updatedAt: instant,
   tags: fc.array(tag, { maxLength: 3 }),
+  agent: fc.option(fc.record({ id: text, name: text }), { nil: null }),
 });
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -39,6 +40,7 @@ describe("presentNote", () => {
           createdAt: iso(n.createdAt),
           updatedAt: iso(n.updatedAt),
           tags: n.tags.map((t) => ({ id: t.id, name: t.name, createdAt: iso(t.createdAt) })),
+          ...(n.agent && { agent: n.agent }),
         });
         assert.deepEqual(Object.keys(presented), [
           "id",
@@ -48,6 +50,7 @@ describe("presentNote", () => {
           "createdAt",
           "updatedAt",
           "tags",
+          ...(n.agent ? ["agent"] : []),
         ]);
         for (const [index, t] of n.tags.entries()) {
           assert.deepEqual(presented.tags[index], presentTag(t));
@@ -69,6 +72,7 @@ describe("presentNote", () => {
       createdAt: -1,
       updatedAt: 253_402_300_800_000,
       tags: [{ id: "t1", name: hostile, createdAt: 1_764_000_000_123 }],
+      agent: null,
     };
     const answer = JSON.parse(JSON.stringify(presentNote(stored)));
     assert.deepEqual(Object.keys(answer.content), ["10", "__proto__", "b", "a"]);

@@ -1,7 +1,15 @@
 import { callIntrospect, type IntrospectResult, TOKEN_INACTIVE } from "./call-introspect.ts";
 import { callVerify } from "./call-verify.ts";
+import {
+  type AuthorizeResult,
+  type Capability,
+  callAuthorize,
+  callDeclare,
+  type DeclareResult,
+} from "./capabilities.ts";
 import { readEnvironment } from "./environment.ts";
 import { MISSING_TOKEN } from "./introspect.ts";
+import type { CallContext, ServiceCall } from "./post-to-agentpass.ts";
 import {
   INVALID_DPOP,
   PROOF_INVALID,
@@ -67,6 +75,24 @@ export interface Verifier {
    * hand (test doubles) need not offer it; `createVerifier`'s always does.
    */
   introspect?(token: unknown, context?: VerifyContext): Promise<IntrospectResult>;
+  /**
+   * Asks AgentPass whether an agent may execute your capability (Agent Auth Protocol section
+   * 5.11): its JWT (for the capability's location, used once), an active grant, arguments that
+   * fit the input schema and the grant's constraints. Never throws; never cached. Optional as
+   * `introspect` is.
+   *
+   * @example
+   * const allowed = await agentpass.authorizeCapability(token, body.capability, body.arguments);
+   * if (!allowed.ok) return res.status(allowed.status).json(allowed.body);
+   */
+  authorizeCapability?(
+    token: unknown,
+    capability: unknown,
+    args?: unknown,
+    context?: CallContext,
+  ): Promise<AuthorizeResult>;
+  /** Makes `capabilities` the whole of what you offer agents (those left out are withdrawn). */
+  declareCapabilities?(capabilities: Capability[]): Promise<DeclareResult>;
 }
 
 const MAX_CACHED = 10_000;
@@ -133,6 +159,25 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
     if (fault || result.ok) reported = cause ?? undefined;
   }
 
+  function serviceCall(endpoint: string, context?: CallContext): ServiceCall {
+    return { endpoint, partnerKey: partnerKey as string, timeoutMs, fetch: fetchImpl, context };
+  }
+
+  /** Tells `onError` why a capability call got no verdict, once per cause as `report` does. */
+  function tell(message: string, failure: string | undefined): void {
+    const fault: VerifierFault = failure
+      ? { code: "network_error", message: `${base}: ${failure}` }
+      : message.includes("partner key")
+        ? {
+            code: message.includes("revoked") ? "partner_key_revoked" : "partner_key_invalid",
+            message,
+          }
+        : { code: "unexpected_response", message: `${base}: ${message}` };
+    const cause = `${fault.code} ${fault.message}`;
+    if (cause !== reported) onError(fault);
+    reported = cause;
+  }
+
   /** AgentPass's answer for `token` (`callVerify` never throws). */
   const ask = async (
     token: string,
@@ -192,6 +237,36 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
         asking.set(key, answer);
       }
       return answer;
+    },
+    async authorizeCapability(token, capability, args, context) {
+      let failure: string | undefined;
+      const result = await callAuthorize(
+        {
+          ...serviceCall(`${base}/capability/authorize`, context),
+          onFailure: (r) => {
+            failure = r;
+          },
+        },
+        token,
+        capability,
+        args,
+      );
+      if (!result.ok && result.status === 503) tell(result.message, failure);
+      return result;
+    },
+    async declareCapabilities(capabilities) {
+      let failure: string | undefined;
+      const result = await callDeclare(
+        {
+          ...serviceCall(`${base}/partner/capabilities`),
+          onFailure: (r) => {
+            failure = r;
+          },
+        },
+        capabilities,
+      );
+      if (!result.ok && result.status === 503) tell(result.message, failure);
+      return result;
     },
     async introspect(token, context) {
       if (typeof token !== "string" || token === "") return MISSING_TOKEN;

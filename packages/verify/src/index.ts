@@ -8,6 +8,7 @@ export {
 } from "./authenticate.ts";
 export { type IntrospectResult, TOKEN_INACTIVE } from "./call-introspect.ts";
 export { type CanonicalEmailResult, canonicalizeEmail } from "./canonical-email.ts";
+export type { AuthorizeResult, Capability, DeclareResult } from "./capabilities.ts";
 export {
   createVerifier,
   isAgentJwt,

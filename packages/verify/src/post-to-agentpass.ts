@@ -28,13 +28,15 @@ export interface ServiceCall {
   /** Hears why no answer came back (`ECONNREFUSED`, `timed out after 5000 ms`, …), for logs. */
   onFailure?: (reason: string) => void;
   context?: CallContext | undefined;
+  /** POST unless said. */
+  method?: "POST" | "PUT";
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /**
- * One POST to AgentPass with the partner key as Bearer, answered within `timeoutMs`. Never
+ * One POST (or PUT) to AgentPass with the partner key as Bearer, answered within `timeoutMs`. Never
  * throws: null when no answer came back (no connection, the time limit, a redirect, a body cut
  * off), which callers report as the network error.
  */
@@ -57,7 +59,7 @@ export async function postToAgentPass(
       headers.traceparent = traceparent;
     }
     const response = await call.fetch(call.endpoint, {
-      method: "POST",
+      method: call.method ?? "POST",
       headers,
       body: content.data,
       signal: AbortSignal.timeout(call.timeoutMs),

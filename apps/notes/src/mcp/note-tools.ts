@@ -92,7 +92,13 @@ export function registerNoteTools(server: McpServer, scope: McpScope): void {
     (input) =>
       toolResult(scope, "create_note", async () => {
         const { fields, tagIds } = newNoteOf(input);
-        const note = await ctx.store.createNote(user.id, fields, tagIds, ctx.clock());
+        const note = await ctx.store.createNote(
+          user.id,
+          fields,
+          tagIds,
+          ctx.clock(),
+          user.agent ?? null,
+        );
         return { note: presentNote(note) };
       }),
   );

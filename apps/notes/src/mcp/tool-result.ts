@@ -3,13 +3,13 @@ import { answerError, HttpError } from "@agentpass/http";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { NotesContext } from "../context.ts";
+import type { Caller } from "../routes/authenticate.ts";
 import { answerOfRefusal } from "../routes/refusals.ts";
-import type { User } from "../store/store.ts";
 
 /** What every tool and resource of one MCP request acts with: the caller and the service. */
 export interface McpScope {
   ctx: NotesContext;
-  user: User;
+  user: Caller;
   logger: Logger;
 }
 

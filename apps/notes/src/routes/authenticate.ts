@@ -9,7 +9,7 @@ import {
 } from "@agentpass/verify";
 import type { NotesContext } from "../context.ts";
 import { ERRORS } from "../errors.ts";
-import type { User } from "../store/store.ts";
+import type { NoteAgent, User } from "../store/store.ts";
 import type { AuthenticationCounts, AuthenticationKind } from "./authentication-metrics.ts";
 import { resourceMetadataUrl } from "./protected-resource.ts";
 import {
@@ -27,8 +27,11 @@ export const SESSION_TOKEN_SECURITY: Record<string, string[]>[] = [
   { bearerToken: [] },
 ];
 
-/** The local user a request acts for; throws the `HttpError` to answer otherwise. */
-export type Authenticate = (request: ApiCall) => Promise<User>;
+/** The local user a request acts for, with the agent that acts, when one does. */
+export type Caller = User & { agent?: NoteAgent };
+
+/** The caller a request acts for; throws the `HttpError` to answer otherwise. */
+export type Authenticate = (request: ApiCall) => Promise<Caller>;
 
 /** A protected resource: where clients reach the API, and the resource's path (`RESOURCE_PATHS`). */
 interface ProtectedResource {
@@ -118,7 +121,7 @@ export function verifiedUser(
         throw refuse.invalid;
       throw proofRefusalOf(result, refuse) ?? unavailable(ctx, counts, refuse, result.code);
     }
-    return localUser(ctx, result.email, refuse.noAccount);
+    return withAgent(await localUser(ctx, result.email, refuse.noAccount), result.agent);
   });
 }
 
@@ -146,7 +149,9 @@ export function boundTokenUser(
     // checks against our resources, and good once: verified, it is as bound as a token can be.
     if (isAgentJwt(sent.token)) {
       const verified = await ctx.verifier.verify(sent.token, callContextOf(request));
-      if (verified.ok) return localUser(ctx, verified.email, refuse.noAccount);
+      if (verified.ok) {
+        return withAgent(await localUser(ctx, verified.email, refuse.noAccount), verified.agent);
+      }
       if (verified.code === "session_token_invalid") throw refuse.invalid;
       throw unavailable(ctx, counts, refuse, verified.code);
     }
@@ -225,14 +230,23 @@ function counted(
  * What the call to AgentPass carries of the request it authenticates: its id, so AgentPass logs
  * its answer under the same id, and its trace, with a span of this call.
  */
-function callContextOf(request: ApiCall): CallContext {
+export function callContextOf(request: ApiCall): CallContext {
   return {
     requestId: request.requestId,
     traceparent: request.trace && childTraceparent(request.trace),
   };
 }
 
-async function localUser(ctx: NotesContext, email: string, noAccount: HttpError): Promise<User> {
+/** The caller, with the agent AgentPass named (an agent's JWT, or a token an agent minted). */
+function withAgent(user: User, agent: NoteAgent | undefined): Caller {
+  return agent ? { ...user, agent: { id: agent.id, name: agent.name } } : user;
+}
+
+export async function localUser(
+  ctx: NotesContext,
+  email: string,
+  noAccount: HttpError,
+): Promise<User> {
   const canonical = canonicalFormOf(ctx, email);
   const user = canonical === null ? undefined : await ctx.store.findUserByEmail(canonical);
   if (!user) throw noAccount;

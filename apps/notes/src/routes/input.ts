@@ -8,8 +8,7 @@ import {
 } from "@agentpass/http";
 import { z } from "zod";
 import { ERRORS } from "../errors.ts";
-import type { User } from "../store/store.ts";
-import type { Authenticate } from "./authenticate.ts";
+import type { Authenticate, Caller } from "./authenticate.ts";
 
 /**
  * The refusal of input the router's parse did not take (the endpoint's documented schemas), with
@@ -33,7 +32,7 @@ export function refuseNotesInput(invalidId?: ErrorDef) {
 
 /** The endpoints' `admit`: the local user the session token names, or the refusal it throws. */
 export function admitUser(authenticate: Authenticate) {
-  return async (request: ApiCall): Promise<Admission<User>> => ({
+  return async (request: ApiCall): Promise<Admission<Caller>> => ({
     ok: true,
     admitted: await authenticate(request),
   });

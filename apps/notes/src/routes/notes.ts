@@ -79,7 +79,13 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
       refuseInput: refuseNotesInput(),
       async handle(_request, { admitted: user, body }) {
         const { fields, tagIds } = newNoteOf(body);
-        const note = await ctx.store.createNote(user.id, fields, tagIds, ctx.clock());
+        const note = await ctx.store.createNote(
+          user.id,
+          fields,
+          tagIds,
+          ctx.clock(),
+          user.agent ?? null,
+        );
         return { status: 201, body: { note: presentNote(note) } };
       },
     }),

@@ -291,6 +291,14 @@ export function notesMigrations(engine: Engine): Record<string, Migration> {
           USING gin (search_text gin_trgm_ops) WITH (fastupdate = off)`.execute(db);
       },
     },
+    "0012_note_agents": {
+      // The agent that created a note (its AgentPass id and its name then): the partner's own
+      // record of which of a person's agents wrote what. Expand only: nullable columns.
+      async up(db: AnyDb) {
+        await sql`ALTER TABLE notes ADD COLUMN agent_id text`.execute(db);
+        await sql`ALTER TABLE notes ADD COLUMN agent_name text`.execute(db);
+      },
+    },
   };
 }
 

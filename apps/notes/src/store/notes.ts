@@ -5,7 +5,7 @@ import { newId } from "./ids.ts";
 import { type NotesLimits, noteTextBytes, refusal, refuseGrowthOverCap } from "./limits.ts";
 import { decodeNote, decodeTag, NOTE_COLUMNS, type NoteRow, type TagRow } from "./rows.ts";
 import type { NotesDatabase } from "./schema.ts";
-import type { Note, NoteFields, Tag } from "./types.ts";
+import type { Note, NoteAgent, NoteFields, Tag } from "./types.ts";
 
 /**
  * SQLite: the `seq` a note of the user takes when it is written (created or updated): the next in
@@ -46,7 +46,13 @@ export function createNotes(
      * A new note; refused (`NOTE_LIMIT`, `TEXT_LIMIT`) past the user's caps. The creates of one
      * user asked for together are written together (`writeCreates`).
      */
-    createNote(userId: string, fields: NoteFields, tagIds: string[], now: number): Promise<Note> {
+    createNote(
+      userId: string,
+      fields: NoteFields,
+      tagIds: string[],
+      now: number,
+      agent: NoteAgent | null = null,
+    ): Promise<Note> {
       const content = JSON.stringify(fields.content);
       return createOfUser(userId, {
         row: {
@@ -56,6 +62,8 @@ export function createNotes(
           content_text: fields.contentText,
           created_at: now,
           updated_at: now,
+          agent_id: agent?.id ?? null,
+          agent_name: agent?.name ?? null,
         },
         bytes: noteTextBytes(fields.title, content, fields.contentText),
         tagIds,

@@ -35,6 +35,8 @@ export interface NoteRow {
   content_text: string;
   created_at: number;
   updated_at: number;
+  agent_id: string | null;
+  agent_name: string | null;
 }
 
 export const NOTE_COLUMNS = [
@@ -44,6 +46,8 @@ export const NOTE_COLUMNS = [
   "content_text",
   "created_at",
   "updated_at",
+  "agent_id",
+  "agent_name",
 ] as const satisfies readonly (keyof NoteRow)[];
 
 export function decodeNote(row: NoteRow, tags: Tag[]): Note {
@@ -55,6 +59,7 @@ export function decodeNote(row: NoteRow, tags: Tag[]): Note {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     tags,
+    agent: row.agent_id === null ? null : { id: row.agent_id, name: row.agent_name ?? "" },
   };
 }
 

@@ -33,6 +33,9 @@ export interface NotesDatabase {
     content_text: string;
     created_at: number;
     updated_at: number;
+    /** The agent that created it (migration 0012); null: none did. */
+    agent_id: string | null;
+    agent_name: string | null;
   };
   tags: {
     id: string;

@@ -10,7 +10,7 @@ import { createTags } from "./tags.ts";
 import type { ListQuery, NotesPage } from "./types.ts";
 import { createUsers } from "./users.ts";
 
-export type { ListQuery, Note, NoteFields, NotesPage, Tag, User } from "./types.ts";
+export type { ListQuery, Note, NoteAgent, NoteFields, NotesPage, Tag, User } from "./types.ts";
 
 /**
  * The notes API's storage boundary. Every read and write names the user first: one user's

@@ -12,6 +12,12 @@ export interface Tag {
   createdAt: number;
 }
 
+/** The agent that wrote a note (Agent Auth Protocol): its AgentPass id and name then. */
+export interface NoteAgent {
+  id: string;
+  name: string;
+}
+
 export interface Note {
   id: string;
   title: string;
@@ -22,6 +28,8 @@ export interface Note {
   updatedAt: number;
   /** In tag order: by name ignoring case, then id. */
   tags: Tag[];
+  /** The agent that created it, when one did; null when the person's own token did. */
+  agent: NoteAgent | null;
 }
 
 export interface NoteFields {
