@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, freePort } from "@agentpass/db/testing";
+import { createVerifier, type Verifier } from "@agentpass/verify";
 import { createAccount } from "../src/domain/accounts.ts";
 import { issueKey } from "../src/domain/credentials.ts";
 import { hashUserCode } from "../src/domain/device-login.ts";
@@ -12,7 +15,11 @@ import { createPartner } from "../src/domain/partners.ts";
 import { agentJwt, call, ed25519Key, hostJwt } from "./support/agent-auth-client.ts";
 import { type Provider, runScenario, type Step } from "./support/agent-auth-scenario.ts";
 import { startInstance } from "./support/instances.ts";
-import { type Reference, startReference } from "./support/reference-agent-auth.ts";
+import {
+  type Reference,
+  SCENARIO_CAPABILITIES,
+  startReference,
+} from "./support/reference-agent-auth.ts";
 
 /**
  * The Agent Auth Protocol against its reference server (issue 54): one scenario, run by an
@@ -32,6 +39,14 @@ const RESOURCE = "https://notes.example";
  */
 const HOST_ISS =
   "the reference refuses a host JWT whose iss is its key's thumbprint (section 4.2 says it is)";
+
+/**
+ * The reference resolves an agent JWT's `iss` as its host's id where it executes and takes
+ * requests (section 4.3 says `iss` is the host key's thumbprint): it refuses the
+ * specification's JWTs there, and AgentPass refuses the reference's.
+ */
+const AGENT_ISS =
+  "the reference takes an agent JWT whose iss is its host's id where it executes (section 4.3 says the host key's thumbprint), and refuses the thumbprint";
 
 /** Step → what each answers, where they differ on purpose, and why. */
 const DIFFERENCES: Record<string, { agentpass: string; reference: string; why: string }> = {
@@ -85,7 +100,34 @@ const DIFFERENCES: Record<string, { agentpass: string; reference: string; why: s
     reference: "200 false",
     why: `its new key exists on AgentPass only: ${HOST_ISS}`,
   },
-  "revoke the host": { agentpass: "200 1", reference: "401 agent_not_found", why: HOST_ISS },
+  "execute within its grant": { agentpass: "200 ", reference: "401 invalid_jwt", why: AGENT_ISS },
+  "execute beyond a constraint": {
+    agentpass: "403 constraint_violated",
+    reference: "401 invalid_jwt",
+    why: AGENT_ISS,
+  },
+  "execute what it was not granted": {
+    agentpass: "403 capability_not_granted",
+    reference: "401 invalid_jwt",
+    why: AGENT_ISS,
+  },
+  "execute within its grant, iss the host's id": {
+    agentpass: "401 invalid_jwt",
+    reference: "200 ",
+    why: AGENT_ISS,
+  },
+  "execute beyond a constraint, iss the host's id": {
+    agentpass: "401 invalid_jwt",
+    reference: "403 constraint_violated",
+    why: AGENT_ISS,
+  },
+  "execute what it was not granted, iss the host's id": {
+    agentpass: "401 invalid_jwt",
+    reference: "403 capability_not_granted",
+    why: AGENT_ISS,
+  },
+  "ask for another capability": { agentpass: "200 ", reference: "401 invalid_jwt", why: AGENT_ISS },
+  "revoke the host": { agentpass: "200 2", reference: "401 agent_not_found", why: HOST_ISS },
 };
 
 describe("the Agent Auth scenario: AgentPass against the reference server", () => {
@@ -98,6 +140,7 @@ describe("the Agent Auth scenario: AgentPass against the reference server", () =
   let partnerKey: string;
   let personId: string;
   let issuer: string;
+  let location: Awaited<ReturnType<typeof startLocation>>;
 
   before(async () => {
     folder = mkdtempSync(join(tmpdir(), "agent-auth-reference-"));
@@ -119,8 +162,24 @@ describe("the Agent Auth scenario: AgentPass against the reference server", () =
     if (!key.ok) throw new Error(key.code);
     partnerKey = key.key;
     await addPartnerResource(ctx, partner.partner.id, `${RESOURCE}/api`);
+    // The partner's location: it asks AgentPass before it executes, with the client library.
+    const verifier = createVerifier({ partnerKey, apiUrl: issuer, onError: () => {} });
+    location = await startLocation(verifier);
+    await addPartnerResource(ctx, partner.partner.id, new URL(location.url).origin);
+    const declared = await call(`${issuer}/partner/capabilities`, {
+      method: "PUT",
+      bearer: partnerKey,
+      body: {
+        capabilities: SCENARIO_CAPABILITIES.map((capability) => ({
+          ...capability,
+          location: location.url,
+        })),
+      },
+    });
+    assert.equal(declared.status, 200, JSON.stringify(declared.body));
   });
   after(async () => {
+    await location.close();
     await reference.close();
     await second.server.close();
     await agentpass.server.close();
@@ -132,6 +191,7 @@ describe("the Agent Auth scenario: AgentPass against the reference server", () =
     return {
       discovery: reference.discovery,
       audience: `${reference.origin}/api/auth`,
+      location: `${reference.origin}/api/auth/capability/execute`,
       async approve(agentId, userCode) {
         assert.equal(await reference.decide(referencePerson, agentId, userCode), 200);
       },
@@ -148,6 +208,7 @@ describe("the Agent Auth scenario: AgentPass against the reference server", () =
     return {
       discovery: `${issuer}/.well-known/agent-configuration`,
       audience: `${RESOURCE}/api/notes`,
+      location: location.url,
       async approve(_agentId, userCode) {
         const pending = await ctx.agents.findPendingAgentApproval(
           hashUserCode(ctx, userCode),
@@ -232,3 +293,30 @@ describe("the Agent Auth scenario: AgentPass against the reference server", () =
     }
   });
 });
+
+/**
+ * A partner's capability location on loopback, as a partner writes one: it asks AgentPass
+ * (`authorizeCapability`) and answers AgentPass's refusal as its own, or executes.
+ */
+async function startLocation(verifier: Verifier) {
+  const server = createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString() || "{}");
+    const token = (request.headers.authorization ?? "").replace(/^Bearer /, "");
+    const allowed = await verifier.authorizeCapability?.(token, body.capability, body.arguments);
+    const [status, answer] = !allowed
+      ? [503, { error: "temporarily_unavailable" }]
+      : allowed.ok
+        ? [200, { data: { notes: [] } }]
+        : [allowed.status, allowed.body];
+    response.writeHead(status, { "content-type": "application/json" });
+    response.end(JSON.stringify(answer));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/agent/execute`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -212,6 +212,7 @@ for (const engine of testEngines()) {
         paths: Record<string, Record<string, { security: unknown }>>;
       };
       assert.deepEqual(Object.keys(document.components.securitySchemes).sort(), [
+        "agentJwt",
         "bearerToken",
         "boundToken",
         "sessionToken",
@@ -222,6 +223,8 @@ for (const engine of testEngines()) {
       ]);
       // MCP's endpoint is documented too, taking only the token bound to the notes API.
       assert.deepEqual(document.paths["/mcp"]?.post?.security, [{ boundToken: [] }]);
+      // Capabilities execute with an agent's own JWT for their location.
+      assert.deepEqual(document.paths["/agent/execute"]?.post?.security, [{ agentJwt: [] }]);
     });
   });
 }

@@ -166,13 +166,12 @@ export function createVerifier(options: VerifierOptions = {}): Verifier {
   /** Tells `onError` why a capability call got no verdict, once per cause as `report` does. */
   function tell(message: string, failure: string | undefined): void {
     const fault: VerifierFault = failure
-      ? { code: "network_error", message: `${base}: ${failure}` }
-      : message.includes("partner key")
-        ? {
-            code: message.includes("revoked") ? "partner_key_revoked" : "partner_key_invalid",
-            message,
-          }
-        : { code: "unexpected_response", message: `${base}: ${message}` };
+      ? { code: "network_error", message: `AgentPass cannot be reached at ${base} (${failure})` }
+      : message.includes("partner_key_revoked")
+        ? { code: "partner_key_revoked", message: "AgentPass: your partner key has been revoked" }
+        : message.includes("partner key")
+          ? { code: "partner_key_invalid", message: "AgentPass: your partner key is not valid" }
+          : { code: "unexpected_response", message: `AgentPass at ${base}: ${message}` };
     const cause = `${fault.code} ${fault.message}`;
     if (cause !== reported) onError(fault);
     reported = cause;

@@ -17,6 +17,11 @@ export interface Provider {
   introspect(token: string): Promise<{ status: number; body: Record<string, unknown> }>;
   /** The `aud` of an agent JWT meant for that resource server. */
   audience: string;
+  /**
+   * Where `list_notes` and `create_note` execute (section 2.15): the `aud` of an execution's JWT
+   * and the URL its `{ capability, arguments }` are posted to.
+   */
+  location: string;
 }
 
 export interface Step {
@@ -49,18 +54,23 @@ export async function runScenario(provider: Provider): Promise<Step[]> {
   const at = (name: string) => new URL(endpoints[name] ?? "", issuer).href;
 
   const host = await ed25519Key();
-  async function registered(name: string): Promise<{ id: string; key: Ed25519Key }> {
+  const jwtFor = (key: Ed25519Key, id: string, audience: string) =>
+    agentJwt(key, host.thumbprint, id, audience);
+  async function registered(
+    name: string,
+    capabilities?: unknown[],
+  ): Promise<{ id: string; key: Ed25519Key; hostId: string }> {
     const key = await ed25519Key();
     const answer = await call(at("register"), {
       bearer: await hostJwt(host, issuer, { agent_public_key: key.jwk }),
-      body: { name },
+      body: { name, ...(capabilities && { capabilities }) },
     });
     record(`register ${name}`, answer, "status");
     const id = answer.body.agent_id as string;
     // A provider may approve an agent of a host its person approved before (the reference does).
     const approval = answer.body.approval as { user_code: string } | undefined;
     if (approval) await provider.approve(id, approval.user_code);
-    return { id, key };
+    return { id, key, hostId: answer.body.host_id as string };
   }
   const statusOf = async (id: string, bearer?: string) =>
     call(`${at("status")}?agent_id=${encodeURIComponent(id)}`, {
@@ -81,6 +91,50 @@ export async function runScenario(provider: Provider): Promise<Step[]> {
     "introspect without credentials",
     await call(at("introspect"), { body: { token: await jwt(agent.key, agent.id) } }),
     "active",
+  );
+
+  const capabilities = await call(at("capabilities"));
+  steps.push({
+    step: "list the capabilities",
+    status: capabilities.status,
+    outcome: ((capabilities.body.capabilities ?? []) as { name: string }[])
+      .map((capability) => capability.name)
+      .sort()
+      .join(" "),
+  });
+  record("describe one", await call(`${at("describe_capability")}?name=list_notes`), "name");
+  record(
+    "describe an unknown one",
+    await call(`${at("describe_capability")}?name=launch_rockets`),
+    "name",
+  );
+  const capable = await registered("capable", [
+    { name: "list_notes", constraints: { limit: { max: 5 } } },
+  ]);
+  // Signed as section 4.3 says (`iss` the host key's thumbprint), then with `iss` the host's id,
+  // as the reference wants: the same grant checked by both providers, whichever they accept.
+  for (const [signed, iss] of [
+    ["", host.thumbprint],
+    [", iss the host's id", capable.hostId],
+  ] as const) {
+    const execute = async (capability: string, args: Record<string, unknown>) =>
+      call(provider.location, {
+        bearer: await agentJwt(capable.key, iss, capable.id, provider.location),
+        body: { capability, arguments: args },
+      });
+    record(`execute within its grant${signed}`, await execute("list_notes", { limit: 3 }));
+    record(`execute beyond a constraint${signed}`, await execute("list_notes", { limit: 50 }));
+    record(
+      `execute what it was not granted${signed}`,
+      await execute("create_note", { title: "t" }),
+    );
+  }
+  record(
+    "ask for another capability",
+    await call(at("request_capability"), {
+      bearer: await jwtFor(capable.key, capable.id, issuer),
+      body: { capabilities: ["create_note"] },
+    }),
   );
 
   const second = await registered("second");

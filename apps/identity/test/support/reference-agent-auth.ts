@@ -6,6 +6,23 @@ import { betterAuth } from "better-auth";
 import { getMigrations } from "better-auth/db/migration";
 import { toNodeHandler } from "better-auth/node";
 
+/** The capabilities the scenario's provider offers (at AgentPass, a partner declares them). */
+export const SCENARIO_CAPABILITIES = [
+  {
+    name: "list_notes",
+    description: "Read notes",
+    input: {
+      type: "object",
+      properties: { limit: { type: "integer", minimum: 1, maximum: 100 } },
+    },
+  },
+  {
+    name: "create_note",
+    description: "Write a note",
+    input: { type: "object", required: ["title"], properties: { title: { type: "string" } } },
+  },
+] as const;
+
 /**
  * The Agent Auth Protocol's reference server, `@better-auth/agent-auth` on `better-auth`, on
  * loopback with a SQLite file of its own (`file`): what AgentPass's answers are compared with.
@@ -29,8 +46,8 @@ export async function startReference(file: string) {
         allowDynamicHostRegistration: true,
         modes: ["delegated"],
         approvalMethods: ["device_authorization"],
-        capabilities: [{ name: "read_notes", description: "Read notes" }],
-        onExecute: async () => ({ ok: true }),
+        capabilities: [...SCENARIO_CAPABILITIES],
+        onExecute: async () => ({ notes: [] }),
       }),
     ],
   });
