@@ -88,6 +88,50 @@ for (const engine of testEngines()) {
           ])
           .execute();
 
+        // Hosts and agents: a day-old host never linked goes (and its agent); a day-old agent
+        // never activated goes; an active one, and what is under a day old, stay.
+        const host = (id: string, accountId: string | null, lastUsedAt: number) => ({
+          id,
+          account_id: accountId,
+          name: null,
+          thumbprint: id,
+          public_jwk: "{}",
+          status: accountId ? ("active" as const) : ("pending" as const),
+          created_at: lastUsedAt,
+          updated_at: lastUsedAt,
+          last_used_at: lastUsedAt,
+          revoked_at: null,
+        });
+        await db
+          .insertInto("agent_hosts")
+          .values([
+            host("hst_linked", account.id, now - 2 * DAY),
+            host("hst_new", null, now - 60_000),
+            host("hst_stale", null, now - 2 * DAY),
+          ])
+          .execute();
+        const agent = (id: string, hostId: string, createdAt: number, active: boolean) => ({
+          id,
+          host_id: hostId,
+          account_id: active ? account.id : null,
+          name: id,
+          thumbprint: id,
+          public_jwk: "{}",
+          status: active ? ("active" as const) : ("pending" as const),
+          created_at: createdAt,
+          activated_at: active ? createdAt : null,
+          last_used_at: null,
+          revoked_at: null,
+        });
+        await db
+          .insertInto("agents")
+          .values([
+            agent("agt_active", "hst_linked", now - 2 * DAY, true),
+            agent("agt_stale", "hst_linked", now - 2 * DAY, false),
+            agent("agt_waiting", "hst_new", now - 60_000, false),
+          ])
+          .execute();
+
         // Written as the service writes (`database.write`); nothing here caches what it deletes.
         const deleted = await purgeExpired({ write: (work) => work(db), engine }, now);
         assert.deepEqual(deleted, {
@@ -100,6 +144,8 @@ for (const engine of testEngines()) {
           key_changes: 0,
           oauth_clients: 0,
           instances: 0,
+          agents: 1,
+          agent_hosts: 1,
           audit_events: 0,
           usage_daily: 0,
           partner_activity: 0,
@@ -119,6 +165,8 @@ for (const engine of testEngines()) {
         assert.deepEqual(await left("web_sessions", "id_hash"), ["live-session"]);
         assert.deepEqual(await left("remembered_browsers", "browser_hash"), ["live"]);
         assert.deepEqual(await left("rate_limits", "key"), ["live"]);
+        assert.deepEqual(await left("agents", "id"), ["agt_active", "agt_waiting"]);
+        assert.deepEqual(await left("agent_hosts", "id"), ["hst_linked", "hst_new"]);
       } finally {
         await identity.close();
       }

@@ -47,6 +47,11 @@ const expiringTables = (retention: Retention): readonly ExpiringTable[] => [
     unlessSet: "last_used_at",
   },
   { table: "instances", column: "seen_at", keptMs: DAY_MS },
+  // Agents never activated (waiting, or denied) and hosts never linked to a person, a day on
+  // (Agent Auth Protocol section 10.9): deleted, not revoked, since they never acted. A host's
+  // agents go with it; one still in use (a registration retried) is kept by its last use.
+  { table: "agents", column: "created_at", keptMs: DAY_MS, unlessSet: "activated_at" },
+  { table: "agent_hosts", column: "last_used_at", keptMs: DAY_MS, unlessSet: "account_id" },
   { table: "audit_events", column: "at", keptMs: retention.auditDays * DAY_MS },
   { table: "usage_daily", column: "day", keptMs: retention.usageDays * DAY_MS, day: true },
   { table: "partner_activity", column: "last_at", keptMs: retention.activityDays * DAY_MS },

@@ -7,7 +7,8 @@ import type { AnyDb } from "./any-db.ts";
  * them with the constraints its person approved. A capability's name is one partner's across
  * the service. A grant names its capability by name, not by key: a capability its partner
  * withdraws leaves its grants inoperative (section 2.12), and declaring it again revives them.
- * Expand only: new tables, so the release before runs beside this one.
+ * Also the indexes the purge of agents never activated reads. Expand only: new tables and
+ * indexes, so the release before runs beside this one.
  */
 export async function createCapabilityTables(db: AnyDb): Promise<void> {
   await sql`CREATE TABLE partner_capabilities (
@@ -32,4 +33,14 @@ export async function createCapabilityTables(db: AnyDb): Promise<void> {
     updated_at bigint NOT NULL,
     PRIMARY KEY (agent_id, capability)
   )`.execute(db);
+  // What the purge of agents never activated and hosts never linked reads (`purge.ts`).
+  await sql`CREATE INDEX agents_never_active ON agents (created_at)
+    WHERE activated_at IS NULL`.execute(db);
+  await sql`CREATE INDEX agent_hosts_unlinked ON agent_hosts (last_used_at)
+    WHERE account_id IS NULL`.execute(db);
+  // The index by person leaves unlinked hosts out, so that their purge reads the index above
+  // (SQLite would take this one for `account_id IS NULL`); a lookup by person still uses it.
+  await sql`DROP INDEX agent_hosts_account`.execute(db);
+  await sql`CREATE INDEX agent_hosts_account ON agent_hosts (account_id)
+    WHERE account_id IS NOT NULL`.execute(db);
 }
