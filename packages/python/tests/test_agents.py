@@ -58,14 +58,21 @@ def host_jwt(host_key: dict[str, str], issuer: str, **claims: object) -> str:
     return f"{signed}.{_b64(signer.sign(signed.encode()))}"
 
 
-def register_agent(agentpass: AgentPass, host_key: dict[str, str], name: str) -> tuple[str, dict]:
-    """Registers an agent under the host and approves it as the person would: its id and key."""
+def register_agent(
+    agentpass: AgentPass,
+    host_key: dict[str, str],
+    name: str,
+    capabilities: list[object] | None = None,
+) -> tuple[str, dict]:
+    """Registers an agent under the host (asking for ``capabilities``) and approves it as the
+    person would, granting all it asked for: its id and key."""
     issuer = agentpass.identity_url
     key = new_key()
     public = {"kty": "OKP", "crv": "Ed25519", "x": key["x"]}
+    asked = {"capabilities": capabilities} if capabilities is not None else {}
     registered = httpx.post(
         f"{issuer}/agent/register",
-        json={"name": name, "host_name": "pytest"},
+        json={"name": name, "host_name": "pytest", **asked},
         headers={"Authorization": f"Bearer {host_jwt(host_key, issuer, agent_public_key=public)}"},
     )
     assert registered.status_code == 200, registered.text

@@ -1,6 +1,7 @@
 """AgentPass for Python: verify agents' session tokens as a partner, mint them as an agent.
 
-Partners: ``verify()``, ``Verifier``, and the middlewares ``agentpass.asgi.AgentPassMiddleware``
+Partners: ``verify()``, ``Verifier`` (with ``authorize_capability`` for agents' capabilities),
+and the middlewares ``agentpass.asgi.AgentPassMiddleware``
 and ``agentpass.wsgi.AgentPassMiddleware``. Agents: ``SessionTokens``.
 """
 
@@ -11,6 +12,7 @@ from ._authenticate import (
     AuthResult,
     authenticate,
 )
+from ._capabilities import AuthorizeResult
 from ._result import LOCAL_CODES, NETWORK_ERROR, Agent, VerifyResult
 from ._session_tokens import SessionTokenError, SessionTokens
 from ._verifier import MAX_CACHE_TTL, Verifier, VerifierFault
@@ -24,6 +26,7 @@ __all__ = [
     "NETWORK_ERROR",
     "RETRY_AFTER_SECONDS",
     "Agent",
+    "AuthorizeResult",
     "SESSION_TOKEN_CHALLENGE",
     "SESSION_TOKEN_HEADER",
     "AuthResult",

@@ -1,4 +1,4 @@
-"""One POST to AgentPass, answered within a time limit, never raising."""
+"""One POST (or PUT) to AgentPass, answered within a time limit, never raising."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def post_to_agentpass(
     timeout: float,
     bearer: str | None = None,
     dpop: str | None = None,
+    method: str = "POST",
 ) -> PostOutcome:
     """POSTs ``data`` to ``url``, with ``bearer`` as the credential and ``dpop`` as the ``DPoP``
     proof when given. ``NoAnswer`` when no whole answer came back (no connection, the time limit,
@@ -58,7 +59,7 @@ def post_to_agentpass(
         headers["Authorization"] = f"Bearer {bearer}"
     if dpop is not None:
         headers["DPoP"] = dpop
-    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
         with _OPENER.open(request, timeout=timeout) as response:
             return ServiceAnswer(response.status, response.headers, _parse_json(response.read()))

@@ -10,8 +10,9 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, cast
+from typing import Any, Callable, Mapping, Sequence, cast
 
+from ._capabilities import AuthorizeResult, call_authorize, call_declare
 from ._result import LOCAL_CODES, VerifyResult
 from ._verify import DEFAULT_TIMEOUT, call_verify, check_arguments, service_url, url_or_environment
 
@@ -150,6 +151,28 @@ class Verifier:
             asking.done.set()
         return asking.result
 
+    def authorize_capability(
+        self, token: object, capability: object, arguments: object = None
+    ) -> AuthorizeResult:
+        """Asks AgentPass whether an agent may execute your capability (Agent Auth Protocol
+        section 5.11): its JWT for the capability's location (good once), an active grant,
+        arguments within the input schema and the grant's constraints. Never raises, never
+        cached; a fault that is no verdict on the agent is a 503 ``on_error`` hears of."""
+        result, fault = call_authorize(
+            self._base, self._partner_key, self._timeout, token, capability, arguments
+        )
+        if fault is not None:
+            self._report(_fault_result(fault), None if fault in _KEY_FAULTS else fault)
+        return result
+
+    def declare_capabilities(
+        self, capabilities: Sequence[Mapping[str, Any]]
+    ) -> tuple[bool, dict[str, Any]]:
+        """Makes ``capabilities`` (each ``name``, ``description``, ``location``, ``input``…) the
+        whole of what you offer agents: ``(True, answer)``, or ``(False, {"error", "message"})``.
+        Never raises."""
+        return call_declare(self._base, self._partner_key, self._timeout, capabilities)
+
     def _ask(self, token: str, dpop: Mapping[str, str | None] | None = None) -> VerifyResult:
         reasons: list[str] = []
         result = call_verify(
@@ -214,6 +237,18 @@ def _fault_of(result: VerifyResult, base: str, no_answer: str | None) -> Verifie
         f"AgentPass at {base} answered HTTP {result.status} ({result.code})"
         " instead of a verification",
     )
+
+
+_KEY_FAULTS = ("partner_key_invalid", "partner_key_revoked")
+
+
+def _fault_result(fault: str) -> VerifyResult:
+    """A capability call's fault as the verification result ``_fault_of`` reads."""
+    if fault in _KEY_FAULTS:
+        return VerifyResult(ok=False, code=fault, status=401)
+    if fault == "rate_limited" or fault.startswith("HTTP "):
+        return VerifyResult(ok=False, code=LOCAL_CODES.UNEXPECTED_RESPONSE, status=503)
+    return VerifyResult(ok=False, code=LOCAL_CODES.NETWORK_ERROR)
 
 
 def _report_on_log(fault: VerifierFault) -> None:
