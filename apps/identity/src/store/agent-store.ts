@@ -1,65 +1,28 @@
 import type { ReadOnlyDb, StoreDatabase } from "@agentpass/db";
 import type { Transaction } from "kysely";
+import { createAgentPersonStore } from "./agent-person-store.ts";
+import {
+  type AgentRecord,
+  type AgentWithHost,
+  agentsWithHosts,
+  type HostRecord,
+  toAgent,
+  toHost,
+} from "./agent-rows.ts";
 import type { IdentityDatabase } from "./schema.ts";
+
+export type {
+  AgentRecord,
+  AgentWithHost,
+  HostRecord,
+  ListedAgent,
+  PendingAgentApproval,
+} from "./agent-rows.ts";
 
 type HostRow = IdentityDatabase["agent_hosts"];
 type AgentRow = IdentityDatabase["agents"];
 type DeviceCodeRow = IdentityDatabase["device_codes"];
 type GrantRow = IdentityDatabase["agent_grants"];
-
-export interface HostRecord {
-  id: string;
-  accountId: string | null;
-  name: string | null;
-  thumbprint: string;
-  publicJwk: JsonWebKey;
-  status: HostRow["status"];
-  createdAt: number;
-  lastUsedAt: number | null;
-  revokedAt: number | null;
-}
-
-export interface AgentRecord {
-  id: string;
-  hostId: string;
-  accountId: string | null;
-  name: string;
-  thumbprint: string;
-  publicJwk: JsonWebKey;
-  /** As stored: `domain/agents.ts` tells an idle or outlived one as expired or revoked. */
-  status: AgentRow["status"];
-  createdAt: number;
-  activatedAt: number | null;
-  lastUsedAt: number | null;
-  revokedAt: number | null;
-}
-
-/** An agent with its host and the email of the person it acts for (null until approved). */
-export interface AgentWithHost extends AgentRecord {
-  host: HostRecord;
-  email: string | null;
-}
-
-/** An agent as its person's dashboard lists it: with the partners that saw it. */
-export interface ListedAgent extends AgentRecord {
-  partners: Array<{
-    partnerId: string;
-    partnerName: string;
-    firstAt: number;
-    lastAt: number;
-    count: number;
-  }>;
-}
-
-/** An agent registration waiting for its person, as the approval page shows it. */
-export interface PendingAgentApproval {
-  deviceHash: string;
-  agent: AgentRecord;
-  host: HostRecord;
-  clientAddress: string | null;
-  createdAt: number;
-  expiresAt: number;
-}
 
 type Trx = Transaction<IdentityDatabase>;
 
@@ -72,48 +35,6 @@ export function createAgentStore(
   database: Pick<StoreDatabase<IdentityDatabase>, "db" | "write" | "transaction">,
 ) {
   const reads: ReadOnlyDb<IdentityDatabase> = database.db;
-
-  async function agentsWithHosts(
-    where: { agentId: string } | { hostId: string } | { accountId: string },
-  ): Promise<AgentWithHost[]> {
-    let query = reads
-      .selectFrom("agents")
-      .innerJoin("agent_hosts", "agent_hosts.id", "agents.host_id")
-      .leftJoin("accounts", "accounts.id", "agents.account_id")
-      .selectAll("agents")
-      .select([
-        "agent_hosts.account_id as host_account_id",
-        "agent_hosts.name as host_name",
-        "agent_hosts.thumbprint as host_thumbprint",
-        "agent_hosts.public_jwk as host_public_jwk",
-        "agent_hosts.status as host_status",
-        "agent_hosts.created_at as host_created_at",
-        "agent_hosts.updated_at as host_updated_at",
-        "agent_hosts.last_used_at as host_last_used_at",
-        "agent_hosts.revoked_at as host_revoked_at",
-        "accounts.email as email",
-      ]);
-    if ("agentId" in where) query = query.where("agents.id", "=", where.agentId);
-    else if ("hostId" in where) query = query.where("agents.host_id", "=", where.hostId);
-    else query = query.where("agent_hosts.account_id", "=", where.accountId);
-    const rows = await query.orderBy("agents.created_at").orderBy("agents.id").execute();
-    return rows.map((row) => ({
-      ...toAgent(row),
-      host: toHost({
-        id: row.host_id,
-        account_id: row.host_account_id,
-        name: row.host_name,
-        thumbprint: row.host_thumbprint,
-        public_jwk: row.host_public_jwk,
-        status: row.host_status,
-        created_at: row.host_created_at,
-        updated_at: row.host_updated_at,
-        last_used_at: row.host_last_used_at,
-        revoked_at: row.host_revoked_at,
-      }),
-      email: row.email ?? null,
-    }));
-  }
 
   /** Revokes an agent (only `accountId`'s, when given); false when none was left to revoke. */
   async function revokeAgentWhere(
@@ -135,6 +56,7 @@ export function createAgentStore(
   }
 
   return {
+    ...createAgentPersonStore(database),
     async findHostByThumbprint(thumbprint: string): Promise<HostRecord | undefined> {
       const row = await reads
         .selectFrom("agent_hosts")
@@ -145,7 +67,7 @@ export function createAgentStore(
     },
 
     async findAgent(agentId: string): Promise<AgentWithHost | undefined> {
-      return (await agentsWithHosts({ agentId }))[0];
+      return (await agentsWithHosts(reads, { agentId }))[0];
     },
 
     async findAgentOfHost(hostId: string, thumbprint: string): Promise<AgentRecord | undefined> {
@@ -201,115 +123,6 @@ export function createAgentStore(
             .execute();
         }
         await trx.insertInto("device_codes").values(registration.approval).execute();
-      });
-    },
-
-    async findPendingAgentApproval(
-      userCodeHash: string,
-      now: number,
-    ): Promise<PendingAgentApproval | undefined> {
-      const code = await reads
-        .selectFrom("device_codes")
-        .selectAll()
-        .where("user_code_hash", "=", userCodeHash)
-        .executeTakeFirst();
-      if (!code?.agent_id || code.status !== "pending" || code.expires_at <= now) return undefined;
-      const agent = (await agentsWithHosts({ agentId: code.agent_id }))[0];
-      if (agent?.status !== "pending" && !(agent && (await hasPendingGrants(reads, agent.id)))) {
-        return undefined;
-      }
-      return {
-        deviceHash: code.device_hash,
-        agent,
-        host: agent.host,
-        clientAddress: code.client_address,
-        createdAt: code.created_at,
-        expiresAt: code.expires_at,
-      };
-    },
-
-    /**
-     * Decides a pending registration, or an active agent's request for more capabilities, in
-     * one transaction: approving links the host to the person (a host is one person's:
-     * `other_account` when it is another's), makes host and agent active, and grants the pending
-     * capabilities the person chose; the others, and all of them on a denial, are denied.
-     * Denying a registration rejects the agent. The code is spent either way.
-     */
-    async decideAgentApproval(
-      deviceHash: string,
-      accountId: string,
-      decision: "approve" | "deny",
-      at: number,
-      capabilities: readonly string[] | "all" = "all",
-    ): Promise<"decided" | "gone" | "other_account"> {
-      return database.transaction(async (trx) => {
-        const code = await trx
-          .selectFrom("device_codes")
-          .selectAll()
-          .where("device_hash", "=", deviceHash)
-          .executeTakeFirst();
-        if (!code?.agent_id || code.status !== "pending" || code.expires_at <= at) return "gone";
-        const agent = await trx
-          .selectFrom("agents")
-          .selectAll()
-          .where("id", "=", code.agent_id)
-          .executeTakeFirst();
-        const host =
-          agent &&
-          (await trx
-            .selectFrom("agent_hosts")
-            .selectAll()
-            .where("id", "=", agent.host_id)
-            .executeTakeFirst());
-        const asking = agent?.status === "active" && (await hasPendingGrants(trx, agent.id));
-        if (!agent || !host || (agent.status !== "pending" && !asking)) return "gone";
-        if (host.status === "revoked" || host.status === "rejected") return "gone";
-        if (host.account_id !== null && host.account_id !== accountId) return "other_account";
-        const spent = await trx
-          .updateTable("device_codes")
-          .set({ status: "consumed", account_id: accountId })
-          .where("device_hash", "=", deviceHash)
-          .where("status", "=", "pending")
-          .executeTakeFirst();
-        if (spent.numUpdatedRows === 0n) return "gone";
-        const granting = capabilities === "all" || capabilities.length > 0;
-        if (decision === "approve" && granting) {
-          const granting = trx
-            .updateTable("agent_grants")
-            .set({ status: "active", updated_at: at })
-            .where("agent_id", "=", agent.id)
-            .where("status", "=", "pending");
-          await (capabilities === "all"
-            ? granting
-            : granting.where("capability", "in", capabilities)
-          ).execute();
-        }
-        await trx
-          .updateTable("agent_grants")
-          .set({ status: "denied", updated_at: at })
-          .where("agent_id", "=", agent.id)
-          .where("status", "=", "pending")
-          .execute();
-        if (asking) return "decided";
-        if (decision === "deny") {
-          await trx
-            .updateTable("agents")
-            .set({ status: "rejected" })
-            .where("id", "=", agent.id)
-            .execute();
-          return "decided";
-        }
-        await trx
-          .updateTable("agent_hosts")
-          .set({ status: "active", account_id: accountId, updated_at: at })
-          .where("id", "=", host.id)
-          .execute();
-        await trx
-          .updateTable("agents")
-          .set({ status: "active", account_id: accountId, activated_at: at, last_used_at: null })
-          .where("id", "=", agent.id)
-          .execute();
-        return "decided";
       });
     },
 
@@ -430,100 +243,10 @@ export function createAgentStore(
         }
       });
     },
-
-    /** The person's hosts, each with its agents and the partners that saw each. */
-    async listHostsOfAccount(
-      accountId: string,
-    ): Promise<Array<HostRecord & { agents: ListedAgent[] }>> {
-      const hostRows = await reads
-        .selectFrom("agent_hosts")
-        .selectAll()
-        .where("account_id", "=", accountId)
-        .orderBy("created_at")
-        .orderBy("id")
-        .execute();
-      const agents = await agentsWithHosts({ accountId });
-      const activity = await reads
-        .selectFrom("agent_activity")
-        .innerJoin("agents", "agents.id", "agent_activity.agent_id")
-        .innerJoin("partners", "partners.id", "agent_activity.partner_id")
-        .select([
-          "agent_activity.agent_id as agentId",
-          "agent_activity.partner_id as partnerId",
-          "partners.name as partnerName",
-          "agent_activity.first_at as firstAt",
-          "agent_activity.last_at as lastAt",
-          "agent_activity.count as count",
-        ])
-        .where("agents.account_id", "=", accountId)
-        .orderBy("agent_activity.last_at", "desc")
-        .execute();
-      return hostRows.map((row) => ({
-        ...toHost(row),
-        agents: agents
-          .filter((agent) => agent.hostId === row.id)
-          .map(({ host: _host, email: _email, ...agent }) => ({
-            ...agent,
-            partners: activity
-              .filter((seen) => seen.agentId === agent.id)
-              .map(({ agentId: _agent, ...seen }) => ({
-                ...seen,
-                firstAt: Number(seen.firstAt),
-                lastAt: Number(seen.lastAt),
-                count: Number(seen.count),
-              })),
-          })),
-      }));
-    },
-
-    /** The agents a partner verified, with their person's email: its usage page. */
-    async listAgentActivityOfPartner(partnerId: string): Promise<
-      Array<{
-        agentId: string;
-        agentName: string;
-        email: string;
-        firstAt: number;
-        lastAt: number;
-        count: number;
-      }>
-    > {
-      const rows = await reads
-        .selectFrom("agent_activity")
-        .innerJoin("agents", "agents.id", "agent_activity.agent_id")
-        .innerJoin("accounts", "accounts.id", "agents.account_id")
-        .select([
-          "agents.id as agentId",
-          "agents.name as agentName",
-          "accounts.email as email",
-          "agent_activity.first_at as firstAt",
-          "agent_activity.last_at as lastAt",
-          "agent_activity.count as count",
-        ])
-        .where("agent_activity.partner_id", "=", partnerId)
-        .orderBy("agent_activity.last_at", "desc")
-        .limit(200)
-        .execute();
-      return rows.map((row) => ({
-        ...row,
-        firstAt: Number(row.firstAt),
-        lastAt: Number(row.lastAt),
-        count: Number(row.count),
-      }));
-    },
   };
 }
 
 export type AgentStore = ReturnType<typeof createAgentStore>;
-
-async function hasPendingGrants(db: ReadOnlyDb<IdentityDatabase> | Trx, agentId: string) {
-  const row = await db
-    .selectFrom("agent_grants")
-    .select("capability")
-    .where("agent_id", "=", agentId)
-    .where("status", "=", "pending")
-    .executeTakeFirst();
-  return row !== undefined;
-}
 
 async function revokeHostIn(trx: Trx, hostId: string, at: number): Promise<number> {
   await trx
@@ -538,34 +261,4 @@ async function revokeHostIn(trx: Trx, hostId: string, at: number): Promise<numbe
     .where("status", "!=", "revoked")
     .executeTakeFirst();
   return Number(revoked.numUpdatedRows);
-}
-
-function toHost(row: HostRow): HostRecord {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    name: row.name,
-    thumbprint: row.thumbprint,
-    publicJwk: JSON.parse(row.public_jwk),
-    status: row.status,
-    createdAt: Number(row.created_at),
-    lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
-    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
-  };
-}
-
-function toAgent(row: AgentRow): AgentRecord {
-  return {
-    id: row.id,
-    hostId: row.host_id,
-    accountId: row.account_id,
-    name: row.name,
-    thumbprint: row.thumbprint,
-    publicJwk: JSON.parse(row.public_jwk),
-    status: row.status,
-    createdAt: Number(row.created_at),
-    activatedAt: row.activated_at === null ? null : Number(row.activated_at),
-    lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
-    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
-  };
 }

@@ -5,15 +5,13 @@ import { publicEd25519Key, thumbprintOf } from "../../domain/agent-jwt.ts";
 import {
   agentOfHost,
   approvalOf,
-  audienceOfResources,
-  judgeAgentJwt,
-  judgeHostJwt,
   reactivateAgent,
-  refusal,
   registerAgent,
   statusOf,
-} from "../../domain/agents.ts";
-import { grantsOfAgent, grantsOfPartner, readRequestedGrants } from "../../domain/capabilities.ts";
+} from "../../domain/agent-registration.ts";
+import { audienceOfResources, judgeAgentJwt, judgeHostJwt, refusal } from "../../domain/agents.ts";
+import { readRequestedGrants } from "../../domain/capabilities.ts";
+import { grantsOfAgent, grantsOfPartner } from "../../domain/capability-grants.ts";
 import { type RateLimiter, rateLimitHeaders } from "../../infra/rate-limit.ts";
 import {
   bearerOf,

@@ -2,14 +2,11 @@ import { defineEndpoint, type Endpoint } from "@agentpass/http";
 import { z } from "zod";
 import type { IdentityContext } from "../../context.ts";
 import { isAgentJwt } from "../../domain/agent-jwt.ts";
-import { approvalOf, judgeAgentJwt, judgeHostJwt, refusal } from "../../domain/agents.ts";
-import {
-  authorizeExecution,
-  declareCapabilities,
-  grantsOfAgent,
-  readRequestedGrants,
-  requestCapabilities,
-} from "../../domain/capabilities.ts";
+import { approvalOf } from "../../domain/agent-registration.ts";
+import { judgeAgentJwt, judgeHostJwt, refusal } from "../../domain/agents.ts";
+import { declareCapabilities, readRequestedGrants } from "../../domain/capabilities.ts";
+import { authorizeExecution } from "../../domain/capability-execution.ts";
+import { grantsOfAgent, requestCapabilities } from "../../domain/capability-grants.ts";
 import type { RateLimiter } from "../../infra/rate-limit.ts";
 import { rateLimitHeaders } from "../../infra/rate-limit.ts";
 import type { CapabilityRecord } from "../../store/capability-store.ts";

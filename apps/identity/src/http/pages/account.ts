@@ -1,7 +1,7 @@
 import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
 import { deleteAccount, partnersThatSawEmail } from "../../domain/accounts.ts";
-import { listAgentsOfPerson } from "../../domain/agents.ts";
+import { listAgentsOfPerson } from "../../domain/agents-of-person.ts";
 import { byPerson } from "../web/audit.ts";
 import { confirmPage } from "../web/confirm-page.ts";
 import { notice } from "../web/flash.ts";

@@ -1,12 +1,12 @@
 import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
+import { agentState } from "../../domain/agents.ts";
 import {
-  agentState,
   findAgentOfPerson,
   listAgentsOfPerson,
   revokeAgentOfPerson,
   revokeHostOfPerson,
-} from "../../domain/agents.ts";
+} from "../../domain/agents-of-person.ts";
 import type { HostRecord, ListedAgent } from "../../store/agent-store.ts";
 import { byPerson } from "../web/audit.ts";
 import { confirmPage } from "../web/confirm-page.ts";

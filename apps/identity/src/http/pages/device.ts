@@ -1,7 +1,7 @@
 import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
-import { decideAgentApproval, findPendingAgentApproval } from "../../domain/agents.ts";
-import { pendingGrantsOf } from "../../domain/capabilities.ts";
+import { decideAgentApproval, findPendingAgentApproval } from "../../domain/agents-of-person.ts";
+import { pendingGrantsOf } from "../../domain/capability-grants.ts";
 import {
   decideDeviceLogin,
   findPendingDeviceLogin,

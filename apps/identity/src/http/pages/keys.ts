@@ -1,6 +1,6 @@
 import { definePage, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
-import { listAgentsOfPerson } from "../../domain/agents.ts";
+import { listAgentsOfPerson } from "../../domain/agents-of-person.ts";
 import { listKeys } from "../../domain/credentials.ts";
 import { listConnectedApps } from "../../domain/grants.ts";
 import type { SignedInRequest, WebGuard } from "../web/guard.ts";

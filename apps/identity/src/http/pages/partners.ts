@@ -1,6 +1,6 @@
 import { type Answer, definePage, type EndpointRequest, type Page } from "@agentpass/http";
 import type { IdentityContext } from "../../context.ts";
-import { agentsSeenByPartner } from "../../domain/agents.ts";
+import { agentsSeenByPartner } from "../../domain/agents-of-person.ts";
 import { listKeys } from "../../domain/credentials.ts";
 import { addPartnerResource, partnerResources, removePartnerResource } from "../../domain/oauth.ts";
 import { partnerUsage } from "../../domain/partner-usage.ts";
