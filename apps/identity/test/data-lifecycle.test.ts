@@ -165,6 +165,31 @@ for (const engine of testEngines()) {
           count: 1,
         })
         .execute();
+      // A capability the person's partner offers, and the agent's grant of it.
+      await identity.db
+        .insertInto("partner_capabilities")
+        .values({
+          name: `cap_${accountId.replaceAll("-", "_")}`,
+          partner_id: partnerId,
+          description: "A capability",
+          location: "https://partner.example/agent/execute",
+          input_schema: null,
+          output_schema: null,
+          updated_at: now,
+        })
+        .execute();
+      await identity.db
+        .insertInto("agent_grants")
+        .values({
+          agent_id: `agt_${accountId}`,
+          capability: `cap_${accountId.replaceAll("-", "_")}`,
+          status: "active",
+          constraints: null,
+          reason: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
       return { email, accountId, browser, partnerId, userKey };
     }
 
