@@ -5,9 +5,9 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import formats from "ajv-formats";
 import { hashUserCode } from "../../apps/identity/src/domain/device-login.ts";
 import {
+  agentJwt,
   ed25519Key,
   hostJwt,
-  signingClock,
 } from "../../apps/identity/test/support/agent-auth-client.ts";
 import { openTestIdentity } from "../../apps/identity/test/support/harness.ts";
 import { openTestNotes } from "../../apps/notes/test/support/harness.ts";
@@ -82,6 +82,9 @@ interface Subject {
 
 describe("the identity service's OpenAPI document describes every live answer", async () => {
   const identity = await openTestIdentity("sqlite");
+  // Agent Auth JWTs are signed on the wall clock (the notes API's suite signs at the same time):
+  // the service's clock starts where it is.
+  identity.advance(Date.now() - identity.now());
   const user = await identity.userKey();
   const partner = await identity.partner();
   const token = await identity.token(user.key);
@@ -90,9 +93,8 @@ describe("the identity service's OpenAPI document describes every live answer", 
     body: new URLSearchParams(fields).toString(),
   });
   const json = (value: unknown) => ({ type: JSON_TYPE, body: JSON.stringify(value) });
-  // Agent Auth: host JWTs are signed on the service's clock, each used once, so every valid
-  // request of a host endpoint gets a host (and an agent of it) of its own, approved.
-  signingClock.now = identity.now;
+  // Agent Auth: host JWTs are each used once, so every valid request of a host endpoint gets a
+  // host (and an agent of it) of its own, approved.
   const configuration = await identity.app.request("/.well-known/agent-configuration");
   const { issuer } = (await configuration.json()) as { issuer: string };
   const person = await identity.account();
@@ -181,15 +183,22 @@ describe("the identity service's OpenAPI document describes every live answer", 
       }),
     },
     close: async () => {
-      signingClock.now = () => Date.now();
       await identity.close();
     },
   });
 });
 
+const NOTES_URL = "https://notes.example";
+
 describe("the notes API's OpenAPI document describes every live answer", async () => {
-  const notes = await openTestNotes("sqlite");
+  const notes = await openTestNotes("sqlite", {}, { PUBLIC_URL: NOTES_URL });
+  // Agent JWTs carry the wall clock's time: the services' clock starts where it is.
+  notes.advance(Date.now() - notes.now());
   const person = await notes.person();
+  const agent = await notesAgent(notes, person.email).catch(async (error) => {
+    await notes.close();
+    throw error;
+  });
   const bound = await notes.mint(person.key, notes.partner.id);
   const json = (value: unknown) => ({ type: JSON_TYPE, body: JSON.stringify(value) });
   const created = async (path: string, body: unknown, field: "note" | "tag") => {
@@ -207,6 +216,8 @@ describe("the notes API's OpenAPI document describes every live answer", async (
       },
       bearerToken: bearer(person.token, "aps_wrong"),
       boundToken: bearer(bound, "aps_wrong"),
+      // The working JWT is the valid request's own: one is good once.
+      agentJwt: { valid: {}, wrong: { authorization: "Bearer eyJhbGciOiJFZERTQSJ9.e30.AAAA" } },
     },
     valid: {
       listNotes: () => ({ query: "search=contract&limit=5" }),
@@ -220,6 +231,10 @@ describe("the notes API's OpenAPI document describes every live answer", async (
         ...json({ name: `t-${randomUUID()}` }),
       }),
       deleteTag: async () => ({ params: { id: await tag() } }),
+      executeCapability: async () => ({
+        headers: { authorization: `Bearer ${await agent.jwt()}` },
+        ...json({ capability: "list_notes", arguments: { limit: 1 } }),
+      }),
       mcpMessage: () => ({
         headers: { accept: "application/json, text/event-stream" },
         ...json({
@@ -447,4 +462,31 @@ function redact(headers: Headers): Headers {
       /authorization|token/.test(name) && value.length > 20 ? `${value.slice(0, 16)}…` : value,
     ]),
   );
+}
+
+/** An agent of `email` granted the notes API's `list_notes`, as a person approves one. */
+async function notesAgent(notes: Awaited<ReturnType<typeof openTestNotes>>, email: string) {
+  await notes.identity.addPartnerResource(notes.partner.id, NOTES_URL);
+  const declared = await notes.service.declareCapabilities();
+  assert.ok(declared?.ok, JSON.stringify(declared));
+  const configuration = await fetch(`${notes.identity.url}/.well-known/agent-configuration`);
+  const { issuer } = (await configuration.json()) as { issuer: string };
+  const host = await ed25519Key();
+  const key = await ed25519Key();
+  const registered = await fetch(`${notes.identity.url}/agent/register`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${await hostJwt(host, issuer, { agent_public_key: key.jwk })}`,
+    },
+    body: JSON.stringify({ name: "contract", capabilities: ["list_notes"] }),
+  });
+  const answer = (await registered.json()) as {
+    agent_id: string;
+    approval: { user_code: string };
+  };
+  assert.equal(registered.status, 200, JSON.stringify(answer));
+  const { agent_id: id, approval } = answer;
+  assert.equal(await notes.identity.decideAgent(approval.user_code, email), "decided");
+  const location = `${NOTES_URL}/agent/execute`;
+  return { jwt: () => agentJwt(key, host.thumbprint, id, location) };
 }

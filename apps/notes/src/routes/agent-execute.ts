@@ -85,6 +85,14 @@ export function agentExecuteEndpoint(ctx: NotesContext, agentpassUrl: string): E
           description: "The capability's result, as `data`",
           content: { "application/json": { schema: z.object({ data: z.unknown() }) } },
         },
+        "400": refusal("invalid_request: a body, or arguments, the capability does not take"),
+        "401": refusal("invalid_jwt: no agent JWT, or one refused (used already, another aud, …)"),
+        "403": refusal(
+          "capability_not_granted, constraint_violated (with violations), agent_revoked, agent_expired, no_account",
+        ),
+        "404": refusal("capability_not_found"),
+        "413": refusal("invalid_request: the body is over the limit"),
+        "503": refusal("temporarily_unavailable: AgentPass could not be asked"),
       },
     },
     admit(request: ApiCall) {
@@ -143,6 +151,18 @@ export function agentExecuteEndpoint(ctx: NotesContext, agentpassUrl: string): E
       };
     },
   });
+}
+
+const ProtocolError = z.object({
+  error: z.string(),
+  message: z.string(),
+  violations: z
+    .array(z.object({ field: z.string(), constraint: z.unknown(), actual: z.unknown() }))
+    .optional(),
+});
+
+function refusal(description: string) {
+  return { description, content: { "application/json": { schema: ProtocolError } } };
 }
 
 function protocolError(status: number, error: string, message: string): Answer {
