@@ -34,7 +34,12 @@ for (const engine of testEngines()) {
     after(() => notes.close());
 
     /** An agent of `email` registered under `host` (asking for `capabilities`) and approved. */
-    async function agentOf(email: string, host: Ed25519Key, name: string, capabilities?: unknown[]) {
+    async function agentOf(
+      email: string,
+      host: Ed25519Key,
+      name: string,
+      capabilities?: unknown[],
+    ) {
       const key = await ed25519Key();
       const registered = await call(`${issuer}/agent/register`, {
         bearer: await hostJwt(host, issuer, { agent_public_key: key.jwk }),
@@ -50,8 +55,14 @@ for (const engine of testEngines()) {
       };
     }
 
-    function rest(jwt: string, method: string, path: string, body?: unknown) {
-      return notes.app.request(path, {
+    function rest(
+      jwt: string,
+      method: string,
+      path: string,
+      body?: unknown,
+      at: { request: TestNotes["app"]["request"] } = notes.app,
+    ) {
+      return at.request(path, {
         method,
         headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
         ...(body !== undefined && { body: JSON.stringify(body) }),
@@ -83,6 +94,11 @@ for (const engine of testEngines()) {
       );
       const replayed = await rest(jwt, "GET", "/api/notes");
       assert.equal(replayed.status, 401, "an agent JWT is good once");
+      // Good once across the notes API's instances too: AgentPass spends it for all of them.
+      const twin = await notes.another();
+      const fresh = await reader.jwt();
+      assert.equal((await rest(fresh, "GET", "/api/notes")).status, 200);
+      assert.equal((await rest(fresh, "GET", "/api/notes", undefined, twin)).status, 401);
 
       // The person's AgentPass knows which agent the notes API saw.
       const ctx = notes.identity.service.ctx;
@@ -101,7 +117,15 @@ for (const engine of testEngines()) {
       });
       assert.equal(revoked.status, 200);
       assert.equal((await rest(await writer.jwt(), "GET", "/api/notes")).status, 401);
+      assert.equal(
+        (await rest(await writer.jwt(), "GET", "/api/notes", undefined, twin)).status,
+        401,
+      );
       assert.equal((await rest(await reader.jwt(), "GET", "/api/notes")).status, 200);
+      assert.equal(
+        (await rest(await reader.jwt(), "GET", "/api/notes", undefined, twin)).status,
+        200,
+      );
     });
 
     it("takes an agent's JWT at /mcp, whose aud binds it to the notes API", async () => {

@@ -43,6 +43,7 @@ export async function openTestNotes(
   // The store hands out no query builder: a test that reads or changes rows directly opens the
   // database again, as another process would.
   const direct = openNotesDatabase(loaded.config, { readerThreads: 0 });
+  const others: Awaited<ReturnType<typeof openNotesService>>[] = [];
 
   const notes = {
     /** Requests over a real loopback socket, through the service's own listener. */
@@ -95,7 +96,17 @@ export async function openTestNotes(
         body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
       });
     },
+    /** A second instance of the notes API on the same database and AgentPass, as a deploy runs. */
+    async another() {
+      const twin = await openNotesService(loaded.config, {
+        clock,
+        logger: pino({ level: "silent" }),
+      });
+      others.push(twin);
+      return { request: twin.request };
+    },
     async close() {
+      for (const twin of others) await twin.close();
       await direct.close();
       await service.close();
       await identity.close();
