@@ -541,7 +541,7 @@ describe("the snippets of the README and docs/", () => {
       const server = await (
         await fetch(`${identityUrl}/.well-known/oauth-authorization-server`)
       ).json();
-      assert.deepEqual(server.scopes_supported, []);
+      assert.equal(server.scopes_supported, undefined, "no scopes: the claim is omitted");
       assert.equal(server.registration_endpoint, `${identityUrl}/oauth/register`);
     });
 

@@ -49,11 +49,20 @@ for (const engine of testEngines()) {
       return (await response.json()) as { user_code: string; device_code: string };
     }
 
-    it("never approves from a link: a pre-filled code shows only the form, with a warning", async () => {
+    it("never approves from a link: a pre-filled code only fills in the form, with a warning", async () => {
       const attacker = await startLogin("laptop");
       const victim = await signedIn();
       const page = await victim.text(`/device?code=${attacker.user_code}`);
-      assert.ok(!page.includes(attacker.user_code), "the code from the link is not on the page");
+      assert.match(
+        page,
+        new RegExp(`<input id="user-code" name="code"[^>]* value="${attacker.user_code}"`),
+      );
+      assert.equal(page.split(attacker.user_code).length, 2, "the code is in the form field only");
+      const mangled = await victim.text(`/device?code=${encodeURIComponent('"><b>x')}`);
+      assert.ok(
+        !/id="user-code"[^>]* value=/.test(mangled),
+        "what is no user code is not filled in",
+      );
       assert.ok(!/name="decision"/.test(page), "no approve button");
       assert.match(page, /A link never approves a login/);
       assert.match(page, /Type the code shown in your own terminal/);

@@ -45,14 +45,14 @@ export function deviceRoutes(
     );
   }
 
-  function codeForm(csrf: string, error = "", fromLink = false) {
+  function codeForm(csrf: string, error = "", fromLink?: string) {
     return html`${
-      fromLink
+      fromLink !== undefined
         ? html`<p class="warning" role="note">A link never approves a login. If someone sent you this link, close this page: they are asking for a key to your account.</p>`
         : ""
     }<form method="post" action="/device" class="card">${csrfField(csrf)}
 <label for="user-code">Type the code shown in your own terminal by <code>agentpass login</code></label>
-<input id="user-code" name="code" type="text" autocomplete="off" autocapitalize="characters" maxlength="20" required placeholder="XXXX-XXXX" ${error ? html`aria-describedby="code-error" aria-invalid="true"` : ""}>
+<input id="user-code" name="code" type="text" autocomplete="off" autocapitalize="characters" maxlength="20" required placeholder="XXXX-XXXX" ${fromLink ? html`value="${fromLink}" ` : ""}${error ? html`aria-describedby="code-error" aria-invalid="true"` : ""}>
 ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
 <p><button type="submit">Continue</button></p></form>`;
   }
@@ -60,8 +60,9 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
   const ask = definePage({
     method: "GET",
     path: "/device",
-    // The page never takes a code from its URL: a person types the code their own terminal
-    // shows, so a link someone sent cannot bring them to an approval (RFC 8628 section 5.4).
+    // A link's code (`verification_uri_complete`) only fills in the form, under a warning: the
+    // person still sends it and approves on the next page, so a link someone sent cannot
+    // bring them to an approval (RFC 8628 section 5.4).
     handle: guard.signedIn(async (request, web) => {
       if (web.flash?.kind === "device-code") {
         const pending = await findPendingDeviceLogin(ctx, web.flash.userCode);
@@ -76,7 +77,8 @@ ${error ? html`<p id="code-error" class="error" role="alert">${error}</p>` : ""}
         }
         return devicePage(web, codeForm(web.csrf, EXPIRED));
       }
-      const fromLink = request.query.has("code");
+      const linked = request.query.get("code");
+      const fromLink = linked === null ? undefined : normalizeUserCode(linked);
       return devicePage(web, html`${flashNotice(web.flash)}${codeForm(web.csrf, "", fromLink)}`);
     }),
   });

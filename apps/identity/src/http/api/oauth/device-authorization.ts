@@ -15,6 +15,10 @@ const DeviceAuthorizationResponse = z
     device_code: z.string(),
     user_code: z.string(),
     verification_uri: z.string(),
+    verification_uri_complete: z.string().meta({
+      description:
+        "The page with user_code filled in (for a QR code or a link): the person still sends it and approves",
+    }),
     expires_in: z.number(),
     interval: z.number(),
   })

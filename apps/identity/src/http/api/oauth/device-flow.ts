@@ -39,6 +39,8 @@ export interface DeviceStarted {
   device_code: string;
   user_code: string;
   verification_uri: string;
+  /** RFC 8628 section 3.3.1: the page with the code filled in; the person still sends it. */
+  verification_uri_complete: string;
   expires_in: number;
   interval: number;
 }
@@ -96,6 +98,7 @@ export function deviceFlow(
         device_code: started.deviceCode,
         user_code: started.userCode,
         verification_uri: `${deps.publicUrl}/device`,
+        verification_uri_complete: `${deps.publicUrl}/device?code=${started.userCode}`,
         expires_in: started.expiresIn,
         interval: started.interval,
       },

@@ -51,6 +51,13 @@ const IntrospectionResponse = z
  * to check a bound token's DPoP proof as `POST /api/verify` does.
  */
 const IntrospectionForm = TokenForm.extend({
+  client_id: z.string().optional().meta({
+    description: "With client_secret (`client_secret_post`): any id, the key names the partner",
+  }),
+  client_secret: z
+    .string()
+    .optional()
+    .meta({ description: "The partner key, for a client that authenticates in the body" }),
   dpop_method: z
     .string()
     .min(1)
@@ -69,8 +76,9 @@ const IntrospectionForm = TokenForm.extend({
 });
 
 /**
- * RFC 7662 for partners, authenticated with the partner key (Bearer, or the password of Basic):
- * the same judgement as `POST /api/verify`, told as introspection.
+ * RFC 7662 for partners, authenticated with the partner key as the client secret (the password
+ * of Basic, or `client_secret` in the form: RFC 6749 section 2.3.1) or as a Bearer token: the
+ * same judgement as `POST /api/verify`, told as introspection.
  */
 export function introspectionEndpoint(
   ctx: IdentityContext,
@@ -86,7 +94,7 @@ export function introspectionEndpoint(
       operationId: "oauthIntrospect",
       summary: "Token introspection for partners (RFC 7662)",
       description:
-        'Authenticated with the partner key, as `Authorization: Bearer <partner key>` or as the password of HTTP Basic. Every bad token is exactly `{"active":false}`. A token bound to a key (RFC 9449) answers `token_type: "DPoP"` and `cnf.jkt`, for a partner that checks proofs itself. Or AgentPass checks them: send `dpop_method` and `dpop_url` of the request the token came with, and `dpop_proof` when it had a `DPoP` header; a bound token whose proof is missing or fails is `{"active":false,"dpop_error":"session_token_proof_required"|"session_token_proof_invalid","dpop_error_description":"…"}`, the code and message `POST /api/verify` answers, and each proof is accepted once. A token not bound ignores these fields.',
+        'Authenticated with the partner key, as the client secret (the password of HTTP Basic, `client_secret_basic`, or `client_secret` in the form, `client_secret_post`; the client id is not checked) or as `Authorization: Bearer <partner key>`; one way only. Every bad token is exactly `{"active":false}`. A token bound to a key (RFC 9449) answers `token_type: "DPoP"` and `cnf.jkt`, for a partner that checks proofs itself. Or AgentPass checks them: send `dpop_method` and `dpop_url` of the request the token came with, and `dpop_proof` when it had a `DPoP` header; a bound token whose proof is missing or fails is `{"active":false,"dpop_error":"session_token_proof_required"|"session_token_proof_invalid","dpop_error_description":"…"}`, the code and message `POST /api/verify` answers, and each proof is accepted once. A token not bound ignores these fields.',
       tags: ["OAuth"],
       security: [{ partnerKey: [] }],
       responses: {
@@ -100,17 +108,24 @@ export function introspectionEndpoint(
         ...COMMON_REFUSALS,
       },
     },
+    // A request with an Authorization header is judged on it before its form is read; one
+    // without may carry the key in the form (`client_secret_post`), judged once it is read.
     admit(request) {
-      const partnerKey = partnerKeyOf(request.header("authorization"));
+      const authorization = request.header("authorization");
+      if (authorization === undefined) return { ok: true, admitted: undefined };
+      const partnerKey = partnerKeyOf(authorization);
       if (partnerKey) return { ok: true, admitted: partnerKey };
-      const answer = oauthError("invalid_client", "Send the partner key", {
-        "WWW-Authenticate": 'Bearer realm="agentpass", Basic realm="agentpass"',
-      });
-      return { ok: false, answer };
+      return { ok: false, answer: sendTheKey() };
     },
     ...formInput(IntrospectionForm),
-    async handle(request, { admitted: partnerKey, body }) {
+    async handle(request, { admitted: fromHeader, body }) {
       const authorization = request.header("authorization");
+      // RFC 6749 section 2.3: a client uses one authentication method per request.
+      if (fromHeader !== undefined && body.client_secret !== undefined) {
+        return oauthError("invalid_request", "Send the partner key one way only");
+      }
+      const partnerKey = fromHeader ?? body.client_secret;
+      if (!partnerKey) return sendTheKey();
       if (body.dpop_method !== undefined && body.dpop_url === undefined) {
         return oauthError("invalid_request", "Send dpop_url with dpop_method");
       }
@@ -123,12 +138,13 @@ export function introspectionEndpoint(
           result.code === "REVOKED_PARTNER_KEY"
             ? "Partner key has been revoked"
             : "Invalid partner key";
-        // The challenge of the scheme the caller used (RFC 6750 section 3, RFC 7617).
-        const basic = /^basic /i.test(authorization ?? "");
+        // The challenge of the scheme the caller used (RFC 6750 section 3, RFC 7617); a key
+        // sent in the form is a client secret, as Basic's password is (RFC 6749 section 5.2).
+        const bearer = /^bearer /i.test(authorization ?? "");
         return oauthError("invalid_client", description, {
-          "WWW-Authenticate": basic
-            ? 'Basic realm="agentpass"'
-            : `Bearer realm="agentpass", error="invalid_token", error_description="${description}"`,
+          "WWW-Authenticate": bearer
+            ? `Bearer realm="agentpass", error="invalid_token", error_description="${description}"`
+            : 'Basic realm="agentpass"',
         });
       }
       if (!result.active) {
@@ -154,6 +170,13 @@ export function introspectionEndpoint(
         headers: NO_STORE,
       };
     },
+  });
+}
+
+/** The refusal of a request without a partner key, with the challenge of each scheme taken. */
+function sendTheKey() {
+  return oauthError("invalid_client", "Send the partner key", {
+    "WWW-Authenticate": 'Bearer realm="agentpass", Basic realm="agentpass"',
   });
 }
 

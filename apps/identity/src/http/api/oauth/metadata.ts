@@ -16,7 +16,10 @@ const Metadata = z
     response_modes_supported: z.array(z.string()),
     grant_types_supported: z.array(z.string()),
     code_challenge_methods_supported: z.array(z.string()),
-    scopes_supported: z.array(z.string()),
+    scopes_supported: z
+      .array(z.string())
+      .optional()
+      .meta({ description: "Omitted: AgentPass defines no scopes (RFC 8414 omits empty claims)" }),
     token_endpoint_auth_methods_supported: z.array(z.string()),
     revocation_endpoint_auth_methods_supported: z.array(z.string()),
     introspection_endpoint_auth_methods_supported: z.array(z.string()),
@@ -41,11 +44,13 @@ export function metadataEndpoint(issuer: string) {
     response_modes_supported: ["query"],
     grant_types_supported: ["authorization_code", "refresh_token", DEVICE_CODE_GRANT],
     code_challenge_methods_supported: ["S256"],
-    // No scopes: a grant lets its client act as the person, toward one partner or any.
-    scopes_supported: [],
+    // No scopes: a grant lets its client act as the person, toward one partner or any. So no
+    // `scopes_supported`: RFC 8414 section 2 omits a claim with zero elements.
     token_endpoint_auth_methods_supported: ["none"],
     revocation_endpoint_auth_methods_supported: ["none"],
-    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "bearer"],
+    // The partner key as the client secret, by either registered method. A partner key as a
+    // Bearer token is taken too, but "bearer" is no registered method, so it is not listed.
+    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
     client_id_metadata_document_supported: true,
     authorization_response_iss_parameter_supported: true,
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
