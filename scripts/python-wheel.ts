@@ -14,6 +14,7 @@ interface PythonProject {
   description: string;
   requiresPython: string;
   license: string;
+  author: string;
   keywords: string[];
   classifiers: string[];
   dependencies: string[];
@@ -25,6 +26,10 @@ interface PythonProject {
  * The `[project]` table's fields the wheel needs. pyproject.toml is ours and written as plain
  * `key = "value"` and `key = [ "…", … ]` lines; a field of another shape fails here, loudly.
  */
+function missing(key: string): never {
+  throw new Error(`pyproject.toml: [project] has no ${key}`);
+}
+
 function readPythonProject(pyproject: string): PythonProject {
   const table = /^\[project\]\n([\s\S]*?)(?=^\[)/m.exec(pyproject)?.[1] ?? "";
   const text = (key: string) => {
@@ -45,6 +50,7 @@ function readPythonProject(pyproject: string): PythonProject {
     description: text("description"),
     requiresPython: text("requires-python"),
     license,
+    author: /^authors = \[\{ name = "([^"]*)" \}\]$/m.exec(table)?.[1] ?? missing("authors"),
     keywords: list("keywords"),
     classifiers: list("classifiers"),
     dependencies: list("dependencies"),
@@ -87,6 +93,8 @@ export function buildWheel(packageDir: string, destination: string): string {
   const readme = readFileSync(join(packageDir, "README.md"), "utf8");
   files.push(
     { name: `${distInfo}/METADATA`, data: Buffer.from(metadata(project, readme)) },
+    // As setuptools ships it: the license text beside the metadata that names it.
+    { name: `${distInfo}/LICENSE`, data: readFileSync(join(packageDir, "LICENSE")) },
     {
       name: `${distInfo}/WHEEL`,
       data: Buffer.from(
@@ -112,11 +120,13 @@ function metadata(project: PythonProject, readme: string): string {
     `Name: ${project.name}`,
     `Version: ${project.version}`,
     `Summary: ${project.description}`,
+    `Author: ${project.author}`,
     `License: ${project.license}`,
     `Keywords: ${project.keywords.join(",")}`,
     ...project.classifiers.map((classifier) => `Classifier: ${classifier}`),
     `Requires-Python: ${project.requiresPython}`,
     "Description-Content-Type: text/markdown",
+    "License-File: LICENSE",
     ...Object.entries(project.extras).flatMap(([extra, requirements]) => [
       `Provides-Extra: ${extra}`,
       ...requirements.map((requirement) => `Requires-Dist: ${requirement}; extra == "${extra}"`),

@@ -60,6 +60,10 @@ def test_builds_an_sdist_and_a_typed_wheel(package_copy: Path, tmp_path: Path) -
     } <= names
     assert "Requires-Python: >=3.9" in metadata
     assert "License: MIT" in metadata
+    assert "Author: AgentPass" in metadata
+    assert "License-File: LICENSE" in metadata
+    assert "agentpass-0.1.0.dist-info/LICENSE" in names
+    assert {"agentpass/fastapi.py", "agentpass/flask.py"} <= names
     requirements = [
         spelled_plainly(line) for line in metadata.splitlines() if line.startswith("Requires-Dist")
     ]
@@ -68,7 +72,11 @@ def test_builds_an_sdist_and_a_typed_wheel(package_copy: Path, tmp_path: Path) -
     assert "Provides-Extra: dpop" in metadata
     with tarfile.open(sdist) as archive:
         members = {member.name for member in archive.getmembers()}
-    assert {"agentpass-0.1.0/pyproject.toml", "agentpass-0.1.0/README.md"} <= members
+    assert {
+        "agentpass-0.1.0/pyproject.toml",
+        "agentpass-0.1.0/README.md",
+        "agentpass-0.1.0/LICENSE",
+    } <= members
     assert "agentpass-0.1.0/src/agentpass/py.typed" in members
 
 
@@ -168,6 +176,9 @@ def test_the_served_wheel_holds_what_setuptools_builds(package_copy: Path, tmp_p
         "Name",
         "Version",
         "Summary",
+        "Author",
+        "License",
+        "License-File",
         "Requires-Python",
         "Classifier",
         "Keywords",

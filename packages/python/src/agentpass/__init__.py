@@ -2,7 +2,9 @@
 
 Partners: ``verify()``, ``Verifier`` (with ``authorize_capability`` for agents' capabilities),
 and the middlewares ``agentpass.asgi.AgentPassMiddleware``
-and ``agentpass.wsgi.AgentPassMiddleware``. Agents: ``SessionTokens``.
+and ``agentpass.wsgi.AgentPassMiddleware``, per route ``agentpass.fastapi.require_email`` and
+``agentpass.flask.require_email``. Agents: ``SessionTokens``. For asyncio: ``AsyncVerifier``,
+``AsyncSessionTokens``.
 """
 
 from ._authenticate import (
@@ -12,6 +14,7 @@ from ._authenticate import (
     AuthResult,
     authenticate,
 )
+from ._asynchronous import AsyncSessionTokens, AsyncVerifier
 from ._capabilities import AuthorizeResult
 from ._result import LOCAL_CODES, NETWORK_ERROR, Agent, VerifyResult
 from ._session_tokens import SessionTokenError, SessionTokens
@@ -26,6 +29,8 @@ __all__ = [
     "NETWORK_ERROR",
     "RETRY_AFTER_SECONDS",
     "Agent",
+    "AsyncSessionTokens",
+    "AsyncVerifier",
     "AuthorizeResult",
     "SESSION_TOKEN_CHALLENGE",
     "SESSION_TOKEN_HEADER",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable, Iterable
+
 import json
 import re
 from dataclasses import dataclass
@@ -227,3 +229,18 @@ def _quotable(text: str) -> str:
     """``text`` in the characters RFC 6750 (section 3) allows in ``error_description``: no ``"``
     or ``\\`` (a double quote becomes a single one), nothing outside printable ASCII."""
     return re.sub(r"[^\x20-\x21\x23-\x5b\x5d-\x7e]", "", text.replace('"', "'"))
+
+
+def excluded_paths(exclude: Iterable[str]) -> Callable[[str], bool]:
+    """Whether a request path is one of ``exclude`` (``"/healthz"``) or under one ending in a
+    slash (``"/docs/"``): the middlewares leave those open."""
+    exact = tuple(path for path in exclude if not path.endswith("/"))
+    prefixes = tuple(path for path in exclude if path.endswith("/"))
+    for path in (*exact, *prefixes):
+        if not path.startswith("/"):
+            raise ValueError(f"agentpass: an excluded path starts with /: {path!r}")
+
+    def excluded(path: str) -> bool:
+        return path in exact or (bool(prefixes) and path.startswith(prefixes))
+
+    return excluded

@@ -113,11 +113,13 @@ class SessionTokens:
         # The last nonce AgentPass handed out: the next mint's proof carries it (RFC 9449 8).
         self._dpop_nonce: str | None = None
 
-    def token(self) -> str:
-        """A session token with more than 60 seconds left: the last one, or a fresh one."""
+    def token(self, force_refresh: bool = False) -> str:
+        """A session token with more than 60 seconds left: the last one, or a fresh one.
+        ``force_refresh=True`` mints a fresh one whatever is left of the last, as an agent does
+        after a partner answered 401 (the person may have revoked and logged in again)."""
         with self._lock:
             asked = self._now()
-            if self._token is None or asked >= self._fresh_until:
+            if force_refresh or self._token is None or asked >= self._fresh_until:
                 self._token, lifetime = self._mint()
                 # AgentPass answered after `asked`: the token lives at least `lifetime` from it.
                 self._fresh_until = asked + lifetime - REUSE_MARGIN
@@ -129,11 +131,11 @@ class SessionTokens:
         without ``dpop``."""
         return self._dpop_key.thumbprint if self._dpop_key is not None else None
 
-    def headers_for(self, method: str, url: str) -> dict[str, str]:
+    def headers_for(self, method: str, url: str, *, force_refresh: bool = False) -> dict[str, str]:
         """The headers that authenticate one request: ``Authorization: Bearer <token>``, or with
         ``dpop`` ``Authorization: DPoP <token>`` and a ``DPoP`` proof for ``method`` and ``url``
         (one use only: ask again for every request)."""
-        token = self.token()
+        token = self.token(force_refresh)
         if self._dpop_key is None:
             return {"Authorization": f"Bearer {token}"}
         proof = self._dpop_key.proof(method, url, access_token=token)
@@ -153,8 +155,9 @@ class SessionTokens:
         return _SessionTokenAuth()
 
     def httpx_auth(self) -> httpx.Auth:
-        """An auth object for ``httpx`` (``Client`` and ``AsyncClient``; minting blocks briefly,
-        once every few minutes): every request carries ``headers_for`` it."""
+        """An auth object for ``httpx.Client``: every request carries ``headers_for`` it; one
+        answered 401 is sent once more with a freshly minted token. For ``httpx.AsyncClient``,
+        ``AsyncSessionTokens(...).httpx_auth()`` mints without blocking the event loop."""
         import httpx  # lazily: httpx is the caller's choice, not our dependency
 
         tokens = self
@@ -164,7 +167,11 @@ class SessionTokens:
                 self, request: httpx.Request
             ) -> Generator[httpx.Request, httpx.Response, None]:
                 request.headers.update(tokens.headers_for(request.method, str(request.url)))
-                yield request
+                response = yield request
+                if response.status_code == 401:
+                    fresh = tokens.headers_for(request.method, str(request.url), force_refresh=True)
+                    request.headers.update(fresh)
+                    yield request
 
         return _SessionTokenAuth()
 

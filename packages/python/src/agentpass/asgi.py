@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Awaitable, Callable, MutableMapping
+from typing import Any, Awaitable, Callable, Iterable, MutableMapping
 from urllib.parse import quote
 
-from ._authenticate import authenticate, public_base_url
+from ._authenticate import authenticate, excluded_paths, public_base_url
 from ._verifier import Verifier
 
 Scope = MutableMapping[str, Any]
@@ -50,8 +50,10 @@ class AgentPassMiddleware:
     refuses your partner key, 400 for two different tokens. ``verifier`` defaults to
     ``Verifier()`` (``AGENTPASS_PARTNER_KEY``, ``AGENTPASS_URL``). ``public_url`` is your
     public base URL (``https://api.example.com``) behind a proxy, where the request's own
-    scheme and host are not the ones the agent called. Verification runs in a worker thread,
-    off the event loop (asyncio).
+    scheme and host are not the ones the agent called. ``exclude`` names paths left open
+    (``("/healthz", "/docs", "/openapi.json")``; one ending in ``/`` covers what is under it).
+    Verification runs in a worker thread, off the event loop (asyncio). To protect some routes
+    only, use ``agentpass.fastapi.require_email`` instead.
     """
 
     def __init__(
@@ -61,15 +63,18 @@ class AgentPassMiddleware:
         *,
         public_url: str | None = None,
         agent_auth_challenge: str | None = None,
+        exclude: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.verifier = verifier if verifier is not None else Verifier()
         self.public_url = public_base_url(public_url)
         # AgentPass's URL: every 401 then names its Agent Auth discovery beside Bearer.
         self.agent_auth_challenge = agent_auth_challenge
+        # Paths left open (`/healthz`, `/docs/`): the request goes through unauthenticated.
+        self.is_excluded = excluded_paths(exclude)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        if scope["type"] not in ("http", "websocket") or self.is_excluded(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
         headers = _headers_of(scope)

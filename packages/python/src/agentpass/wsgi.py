@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterable
 from urllib.parse import quote
 
-from ._authenticate import authenticate, public_base_url
+from ._authenticate import authenticate, excluded_paths, public_base_url
 from ._verifier import Verifier
 
 Environ = Dict[str, Any]
@@ -43,6 +43,8 @@ class AgentPassMiddleware:
     different tokens. ``verifier`` defaults to ``Verifier()`` (``AGENTPASS_PARTNER_KEY``,
     ``AGENTPASS_URL``). ``public_url`` is your public base URL (``https://api.example.com``)
     behind a proxy, where the request's own scheme and host are not the ones the agent called.
+    ``exclude`` names paths left open (``("/healthz",)``; one ending in ``/`` covers what is
+    under it). To protect some routes only, use ``agentpass.flask.require_email`` instead.
     """
 
     def __init__(
@@ -52,14 +54,19 @@ class AgentPassMiddleware:
         *,
         public_url: str | None = None,
         agent_auth_challenge: str | None = None,
+        exclude: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.verifier = verifier if verifier is not None else Verifier()
         self.public_url = public_base_url(public_url)
         # AgentPass's URL: every 401 then names its Agent Auth discovery beside Bearer.
         self.agent_auth_challenge = agent_auth_challenge
+        # Paths left open (`/healthz`, `/docs/`): the request goes through unauthenticated.
+        self.is_excluded = excluded_paths(exclude)
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        if self.is_excluded(environ.get("PATH_INFO", "")):
+            return self.app(environ, start_response)
         auth = authenticate(
             self.verifier,
             environ.get("HTTP_X_SESSION_TOKEN"),
