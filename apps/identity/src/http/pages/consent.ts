@@ -52,6 +52,19 @@ export function consentPages(ctx: IdentityContext, guard: WebGuard, oauth: OAuth
     return redirect(target.href);
   }
 
+  /**
+   * The consent form's answer: as it is, unless it redirects where the consent page's
+   * `form-action` could not allow (a browser blocks that redirect). Then it is a page of this
+   * site that goes on by `Refresh`, a navigation of its own that no `form-action` governs, with
+   * a link to follow by hand where refreshes are turned off.
+   */
+  function leaveForm(web: SignedInRequest, answer: Answer): Answer {
+    const location = answer.status === 303 ? answer.headers?.Location : undefined;
+    if (typeof location !== "string" || destinationOf(location).source !== null) return answer;
+    const body = html`<p>Taking you back to the app. <a href="${location}">Continue</a> if nothing happens.</p>`;
+    return page(web, body, 200, { Refresh: `0; url=${location}` });
+  }
+
   /** The request checked (metadata documents fetched for it counted at the client's address). */
   async function checked(
     request: EndpointRequest,
@@ -124,10 +137,11 @@ ${check.client ? html`<p class="muted">You were not sent back to it: nobody has 
       if (!check.ok) return check.answer;
       // The consent form's answer redirects to the client: the page's form-action allows
       // that one origin (or a native app's private-use scheme) besides this one (browsers hold
-      // a form's redirects to form-action).
-      const origin = destinationOf(check.request.redirectUri).source;
+      // a form's redirects to form-action). One it cannot name is reached another way
+      // (`leaveForm`), and the policy stays this site's alone.
+      const source = destinationOf(check.request.redirectUri).source;
       return page(web, consent(web, check.request, query), 200, {
-        "Content-Security-Policy": contentSecurityPolicy(`'self' ${origin}`),
+        "Content-Security-Policy": contentSecurityPolicy(source ? `'self' ${source}` : "'self'"),
       });
     }),
   });
@@ -137,7 +151,7 @@ ${check.client ? html`<p class="muted">You were not sent back to it: nobody has 
     handle: guard.signedIn(async (request, web) => {
       const query = (web.form.get("request") ?? "").slice(0, 8192);
       const check = await checked(request, web, query);
-      if (!check.ok) return check.answer;
+      if (!check.ok) return leaveForm(web, check.answer);
       const asked = check.request;
       const approved = web.form.get("decision") === "approve";
       const code = approved
@@ -155,13 +169,14 @@ ${check.client ? html`<p class="muted">You were not sent back to it: nobody has 
         },
       });
       if (!code) {
-        return back(asked.redirectUri, {
+        const denied = back(asked.redirectUri, {
           error: "access_denied",
           error_description: "The person denied the request",
           state: asked.state,
         });
+        return leaveForm(web, denied);
       }
-      return back(asked.redirectUri, { code, state: asked.state });
+      return leaveForm(web, back(asked.redirectUri, { code, state: asked.state }));
     }),
   });
   return [ask, decide];
@@ -223,12 +238,13 @@ export const AUTHORIZE_PAGE: DocumentedRoute = {
 /**
  * Where the consent's answer goes: an origin (a web client, a native app's loopback server), or a
  * native app's private-use scheme (RFC 8252 section 7.1), whose URL has no origin. As a CSP source
- * for `form-action`, and as shown to the person.
+ * for `form-action` (null for an IPv6 literal such as a native app's `http://[::1]:<port>`: CSP's
+ * host-source grammar has none, and a browser ignores such a source), and as shown to the person.
  */
-function destinationOf(redirectUri: string): { source: string; shown: string } {
+function destinationOf(redirectUri: string): { source: string | null; shown: string } {
   const url = new URL(redirectUri);
   if (url.protocol === "https:" || url.protocol === "http:") {
-    return { source: url.origin, shown: url.host };
+    return { source: url.hostname.startsWith("[") ? null : url.origin, shown: url.host };
   }
   return { source: url.protocol, shown: `the app that opens ${url.protocol} links` };
 }
