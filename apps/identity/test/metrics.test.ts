@@ -62,8 +62,8 @@ for (const engine of testEngines()) {
       assert.equal(moved("session_token_invalid"), 1);
       assert.equal(moved("partner_key_missing_or_invalid"), 1);
       const route = { method: "POST", route: "/api/verify" };
-      const requests = (samples: Sample[], status: string) =>
-        sampleValue(samples, "agentpass_http_requests_total", { ...route, status });
+      const requests = (samples: Sample[], code: string) =>
+        sampleValue(samples, "agentpass_http_requests_total", { ...route, code });
       assert.equal(requests(after, "200") - requests(before, "200"), 3);
       assert.equal(requests(after, "401") - requests(before, "401"), 2);
       assert.equal(

@@ -40,7 +40,7 @@ export interface ServiceMetrics {
 /**
  * The series every service has, in a registry of its own: the process and Node runtime ones
  * prom-client collects by default (memory, CPU, event loop lag, GC); requests by method, route
- * template and status, with a histogram of their durations; 503s by code; the outcomes of the
+ * template and status code, with a histogram of their durations; 503s by code; the outcomes of the
  * endpoints that name one (verify, mint). Labels hold route templates and codes from the
  * services' error tables only, never a path or a value a client chose.
  */
@@ -50,10 +50,13 @@ export function createServiceMetrics(options: { token?: string | undefined } = {
   // nodejs_eventloop_lag_seconds, nodejs_gc_duration_seconds, …) under their usual names, so
   // the dashboards and alerts written for any Node service work here.
   collectDefaultMetrics({ register: registry });
+  // The status is `code`, as promhttp (and Prometheus's own naming examples) name it, so the
+  // queries written for other services work here. `status`, its former name, carries the same
+  // value for one release: alerts written against it keep working until they move to `code`.
   const requests = new Counter({
     name: "agentpass_http_requests_total",
-    help: "Answered requests, by method, route template and status",
-    labelNames: ["method", "route", "status"],
+    help: "Answered requests, by method, route template and status code (code; status is its deprecated former name)",
+    labelNames: ["method", "route", "code", "status"],
     registers: [registry],
   });
   const durations = new Histogram({
@@ -100,7 +103,8 @@ export function createServiceMetrics(options: { token?: string | undefined } = {
       known.timer.observe(seconds);
       let counter = known.byStatus.get(status);
       if (!counter) {
-        counter = requests.labels(named, route, String(status));
+        const code = String(status);
+        counter = requests.labels(named, route, code, code);
         known.byStatus.set(status, counter);
       }
       counter.inc();

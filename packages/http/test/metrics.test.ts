@@ -71,18 +71,22 @@ function trustOne(): TrustProxy {
 }
 
 describe("GET /metrics", () => {
-  it("answers Prometheus text that counts every request by method, route template and status", async () => {
+  it("answers Prometheus text that counts every request by method, route template and code", async () => {
     const { request } = testService();
     await request("/api/things/known");
     await request("/api/things/known?q=secret");
     await request("/api/things/other");
     await request("/nothing/here");
     const samples = await scrape(request);
-    const count = (route: string, status: string) =>
-      sampleValue(samples, "agentpass_http_requests_total", { method: "GET", route, status });
+    const count = (route: string, code: string) =>
+      sampleValue(samples, "agentpass_http_requests_total", { method: "GET", route, code });
     assert.equal(count("/api/things/{id}", "200"), 2);
     assert.equal(count("/api/things/{id}", "404"), 1);
     assert.equal(count("(unknown)", "404"), 1);
+    // promhttp's `code`, and for one release the former `status` beside it, equal.
+    const requests = samples.filter((sample) => sample.name === "agentpass_http_requests_total");
+    assert.equal(requests.length, 3);
+    for (const { labels } of requests) assert.equal(labels.status, labels.code);
     assert.equal(
       sampleValue(samples, "agentpass_http_request_duration_seconds_count", {
         method: "GET",
