@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { after, before, describe, it } from "node:test";
-import { type Engine, freePort, testEngines } from "@agentpass/db/testing";
-import { startServer } from "@agentpass/http";
+import { testEngines } from "@agentpass/db/testing";
 import * as client from "openid-client";
 import { type Browser, chromium } from "playwright-core";
 import { startWebSession } from "../src/domain/web-sessions.ts";
-import { openTestIdentity } from "./support/harness.ts";
+import { startTestIssuer, type TestIssuer } from "./support/issuer.ts";
 
 /**
  * A native app whose loopback redirect is an IPv6 literal (`http://[::1]:<port>`, RFC 8252
@@ -15,21 +14,6 @@ import { openTestIdentity } from "./support/harness.ts";
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-
-async function startIssuer(engine: Engine) {
-  const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
-  const identity = await openTestIdentity(engine, { PUBLIC_URL: issuer }, { realClock: true });
-  const server = await startServer(identity.service, { port, host: "127.0.0.1" });
-  return {
-    identity,
-    issuer,
-    async close() {
-      await server.close();
-      await identity.database.drop();
-    },
-  };
-}
 
 /** The app's own loopback server on `[::1]`, which receives the redirect as a native app does. */
 async function startLoopbackApp() {
@@ -62,10 +46,10 @@ const insecure = { execute: [client.allowInsecureRequests], algorithm: "oauth2" 
 
 for (const engine of testEngines()) {
   describe(`a native app on http://[::1] (${engine})`, () => {
-    let as: Awaited<ReturnType<typeof startIssuer>>;
+    let as: TestIssuer;
     let browser: Browser;
     before(async () => {
-      as = await startIssuer(engine);
+      as = await startTestIssuer(engine);
       browser = await chromium.launch({
         executablePath: CHROMIUM,
         headless: true,

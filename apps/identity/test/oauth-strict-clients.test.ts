@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type Engine, freePort, testEngines } from "@agentpass/db/testing";
-import { startServer } from "@agentpass/http";
+import { testEngines } from "@agentpass/db/testing";
 import * as client from "openid-client";
 import { decideDeviceLogin } from "../src/domain/device-login.ts";
 import { startWebSession } from "../src/domain/web-sessions.ts";
-import { openTestIdentity } from "./support/harness.ts";
+import { startTestIssuer, type TestIssuer } from "./support/issuer.ts";
 import { webClient } from "./support/web-client.ts";
 
 /**
@@ -13,22 +12,6 @@ import { webClient } from "./support/web-client.ts";
  * it, introspection with openid-client's default authentication for a client with a secret, and
  * the device authorization answer Keycloak and Hydra give.
  */
-
-/** The service on a real port, its PUBLIC_URL the address the clients call. */
-async function startIssuer(engine: Engine) {
-  const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
-  const identity = await openTestIdentity(engine, { PUBLIC_URL: issuer }, { realClock: true });
-  const server = await startServer(identity.service, { port, host: "127.0.0.1" });
-  return {
-    identity,
-    issuer,
-    async close() {
-      await server.close();
-      await identity.database.drop();
-    },
-  };
-}
 
 /** RFC 8414 section 2's registry of client authentication methods (IANA, "OAuth Parameters"). */
 const REGISTERED_AUTH_METHODS = new Set([
@@ -45,24 +28,29 @@ const insecure = { execute: [client.allowInsecureRequests], algorithm: "oauth2" 
 
 for (const engine of testEngines()) {
   describe(`OAuth for strict clients (${engine})`, () => {
-    let as: Awaited<ReturnType<typeof startIssuer>>;
+    let as: TestIssuer;
     before(async () => {
-      as = await startIssuer(engine);
+      as = await startTestIssuer(engine);
     });
     after(async () => {
       await as.close();
     });
 
-    /** A device login of the CLI, approved, and its access token. */
-    async function deviceLogin() {
-      const account = await as.identity.account();
-      const config = await client.discovery(
+    /** The issuer, discovered by openid-client as the CLI's public client. */
+    function discoverAsCli() {
+      return client.discovery(
         new URL(as.issuer),
         "agentpass-cli",
         undefined,
         client.None(),
         insecure,
       );
+    }
+
+    /** A device login of the CLI, approved, and its access token. */
+    async function deviceLogin() {
+      const account = await as.identity.account();
+      const config = await discoverAsCli();
       const started = await client.initiateDeviceAuthorization(config, {});
       assert.equal(
         await decideDeviceLogin(as.identity.ctx, started.user_code, account.id, true),
@@ -162,13 +150,7 @@ for (const engine of testEngines()) {
 
     describe("POST /oauth/device_authorization", () => {
       it("answers verification_uri_complete, which only pre-fills the code at /device", async () => {
-        const config = await client.discovery(
-          new URL(as.issuer),
-          "agentpass-cli",
-          undefined,
-          client.None(),
-          insecure,
-        );
+        const config = await discoverAsCli();
         const started = await client.initiateDeviceAuthorization(config, {});
         assert.equal(
           started.verification_uri_complete,
