@@ -132,7 +132,11 @@ for (const engine of testEngines()) {
       const approval = registered.body.approval as Record<string, unknown>;
       assert.equal(approval.method, "device_authorization");
       assert.equal(approval.verification_uri, `${issuer}/device`);
-      assert.equal(approval.verification_uri_complete, undefined, "a link never approves");
+      assert.equal(
+        approval.verification_uri_complete,
+        `${issuer}/device?code=${approval.user_code}`,
+        "a link fills the code in; the person still confirms",
+      );
       const agentId = registered.body.agent_id as string;
       // The host polls its status: pending until the person decides.
       const pending = await call(`${b.url}/agent/status?agent_id=${agentId}`, {

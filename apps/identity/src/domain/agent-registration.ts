@@ -123,6 +123,8 @@ export function approvalOf(issuer: string, userCode: string) {
   return {
     method: "device_authorization",
     verification_uri: `${issuer}/device`,
+    // Fills the code in only: the person still confirms on the page (as for a device login).
+    verification_uri_complete: `${issuer}/device?code=${encodeURIComponent(userCode)}`,
     user_code: userCode,
     expires_in: DEVICE_CODE_TIMES.expiresIn,
     interval: DEVICE_CODE_TIMES.interval,
