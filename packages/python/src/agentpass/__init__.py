@@ -16,7 +16,7 @@ from ._authenticate import (
 )
 from ._asynchronous import AsyncSessionTokens, AsyncVerifier
 from ._capabilities import AuthorizeResult
-from ._result import LOCAL_CODES, NETWORK_ERROR, Agent, VerifyResult
+from ._result import LOCAL_CODES, NETWORK_ERROR, Agent, Code, Refused, Verified, VerifyResult
 from ._session_tokens import SessionTokenError, SessionTokens
 from ._verifier import MAX_CACHE_TTL, Verifier, VerifierFault
 from ._verify import verify
@@ -35,6 +35,9 @@ __all__ = [
     "SESSION_TOKEN_CHALLENGE",
     "SESSION_TOKEN_HEADER",
     "AuthResult",
+    "Code",
+    "Refused",
+    "Verified",
     "SessionTokenError",
     "SessionTokens",
     "Verifier",

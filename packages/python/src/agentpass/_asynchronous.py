@@ -30,7 +30,7 @@ class AsyncVerifier:
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.sync = kwargs.pop("verifier", None) or Verifier(*args, **kwargs)
+        self.sync: Verifier = kwargs.pop("verifier", None) or Verifier(*args, **kwargs)
         """The ``Verifier`` underneath (its cache is shared by both)."""
 
     @property
@@ -69,7 +69,7 @@ class AsyncSessionTokens:
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.sync = SessionTokens(*args, **kwargs)
+        self.sync: SessionTokens = SessionTokens(*args, **kwargs)
         """The ``SessionTokens`` underneath (its token is shared by both)."""
 
     async def token(self, force_refresh: bool = False) -> str:

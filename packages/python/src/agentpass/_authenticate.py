@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
-from ._result import Agent, VerifyResult
+from ._result import Agent, Refused, VerifyResult
 from ._verifier import Verifier
 from ._verify import service_url
 
@@ -208,7 +208,7 @@ def public_base_url(public_url: str | None) -> str | None:
     if public_url is None:
         return None
     base = service_url(public_url)
-    if isinstance(base, VerifyResult) or urlsplit(public_url)[3:] != ("", ""):
+    if isinstance(base, Refused) or urlsplit(public_url)[3:] != ("", ""):
         raise ValueError(
             f"agentpass: public_url is not an http(s) URL without query: {public_url!r}"
         )

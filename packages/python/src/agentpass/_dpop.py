@@ -72,7 +72,8 @@ class DpopKey:
         32-byte big-endian integers, not the DER that ``cryptography`` returns."""
         ec, hashes, decode_dss_signature = _ecdsa()
         r, s = decode_dss_signature(self._private_key.sign(data, ec.ECDSA(hashes.SHA256())))
-        return r.to_bytes(_COORDINATE_BYTES, "big") + s.to_bytes(_COORDINATE_BYTES, "big")
+        signature: bytes = r.to_bytes(_COORDINATE_BYTES, "big") + s.to_bytes(_COORDINATE_BYTES, "big")
+        return signature
 
 
 def create_dpop_key() -> DpopKey:

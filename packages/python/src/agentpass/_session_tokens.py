@@ -88,7 +88,7 @@ class SessionTokens:
         now: Callable[[], float] = time.monotonic,
     ) -> None:
         saved = saved_profiles()
-        self.url = _resolve_url(url, saved)
+        self.url: str = _resolve_url(url, saved)
         profile = saved.get(self.url)
         key = user_key or os.environ.get("AGENTPASS_USER_KEY") or (profile and profile.key)
         if not key:

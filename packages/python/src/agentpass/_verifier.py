@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, cast
 
 from ._capabilities import AuthorizeResult, call_authorize, call_declare
-from ._result import LOCAL_CODES, VerifyResult
+from ._result import LOCAL_CODES, Refused, VerifyResult, failure
 from ._verify import DEFAULT_TIMEOUT, call_verify, check_arguments, service_url, url_or_environment
 
 MAX_CACHE_TTL = 5.0
@@ -95,7 +95,7 @@ class Verifier:
         if not key.startswith("apk_"):
             raise ValueError("agentpass: partner_key is not a partner key (apk_…)")
         base = service_url(url_or_environment(api_url))
-        if isinstance(base, VerifyResult):
+        if isinstance(base, Refused):
             raise ValueError(f"agentpass: {base.error}")
         self._partner_key = key
         self._base = base
@@ -245,10 +245,10 @@ _KEY_FAULTS = ("partner_key_invalid", "partner_key_revoked")
 def _fault_result(fault: str) -> VerifyResult:
     """A capability call's fault as the verification result ``_fault_of`` reads."""
     if fault in _KEY_FAULTS:
-        return VerifyResult(ok=False, code=fault, status=401)
+        return failure(401, fault, fault)
     if fault == "rate_limited" or fault.startswith("HTTP "):
-        return VerifyResult(ok=False, code=LOCAL_CODES.UNEXPECTED_RESPONSE, status=503)
-    return VerifyResult(ok=False, code=LOCAL_CODES.NETWORK_ERROR)
+        return failure(503, fault, LOCAL_CODES.UNEXPECTED_RESPONSE)
+    return failure(0, fault, LOCAL_CODES.NETWORK_ERROR)
 
 
 def _report_on_log(fault: VerifierFault) -> None:

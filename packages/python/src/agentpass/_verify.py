@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, cast
 from urllib.parse import urlsplit
 
 from ._post import NoAnswer, post_to_agentpass
-from ._result import LOCAL_CODES, NETWORK_ERROR, Agent, VerifyResult, failure
+from ._result import LOCAL_CODES, NETWORK_ERROR, Agent, Refused, Verified, VerifyResult, failure
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds a verification may take before it counts as a network failure."""
@@ -69,7 +69,7 @@ def url_or_environment(api_url: object) -> object:
     return api_url
 
 
-def service_url(api_url: object) -> str | VerifyResult:
+def service_url(api_url: object) -> str | Refused:
     """The AgentPass URL as ``scheme://host[:port][/path]`` without a trailing slash, or the
     failure to report when it is missing (None or empty) or not an http(s) URL."""
     if api_url is None or (isinstance(api_url, str) and api_url == ""):
@@ -93,8 +93,8 @@ def service_url(api_url: object) -> str | VerifyResult:
 
 
 def check_arguments(
-    partner_key: object, session_token: object, base: str | VerifyResult, dpop: object = None
-) -> VerifyResult | None:
+    partner_key: object, session_token: object, base: str | Refused, dpop: object = None
+) -> Refused | None:
     """Refuses, without a request, what the service would refuse anyway (with its own messages
     and statuses), and a missing or malformed URL."""
     setup = check_setup(partner_key, base)
@@ -129,8 +129,8 @@ def _is_request_proof(dpop: object) -> bool:
     )
 
 
-def check_setup(partner_key: object, base: str | VerifyResult) -> VerifyResult | None:
-    if isinstance(base, VerifyResult):
+def check_setup(partner_key: object, base: str | Refused) -> Refused | None:
+    if isinstance(base, Refused):
         return base
     if not isinstance(partner_key, str) or partner_key.strip() == "":
         return failure(401, "Missing partner key", "partner_key_missing")
@@ -170,9 +170,7 @@ def call_verify(
     email = body.get("email")
     if answer.status == 200 and isinstance(email, str) and email != "":
         expires_at = _parse_date(answer.headers.get(TOKEN_EXPIRES_HEADER))
-        return VerifyResult(
-            ok=True, email=email, status=200, expires_at=expires_at, agent=_agent_of(body)
-        )
+        return Verified(email=email, status=200, expires_at=expires_at, agent=_agent_of(body))
     error = body.get("error")
     if answer.status != 200 and isinstance(error, str):
         code = body.get("code")

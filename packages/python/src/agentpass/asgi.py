@@ -66,12 +66,12 @@ class AgentPassMiddleware:
         exclude: Iterable[str] = (),
     ) -> None:
         self.app = app
-        self.verifier = verifier if verifier is not None else Verifier()
-        self.public_url = public_base_url(public_url)
+        self.verifier: Verifier = verifier if verifier is not None else Verifier()
+        self.public_url: str | None = public_base_url(public_url)
         # AgentPass's URL: every 401 then names its Agent Auth discovery beside Bearer.
         self.agent_auth_challenge = agent_auth_challenge
         # Paths left open (`/healthz`, `/docs/`): the request goes through unauthenticated.
-        self.is_excluded = excluded_paths(exclude)
+        self.is_excluded: Callable[[str], bool] = excluded_paths(exclude)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or self.is_excluded(scope.get("path", "")):
@@ -90,7 +90,7 @@ class AgentPassMiddleware:
         auth = await asyncio.get_running_loop().run_in_executor(None, check)
         if auth.ok:
             # A copy: the state of this request only, whatever the server shares between them.
-            state = {**scope.get("state", {}), EMAIL_STATE_KEY: auth.email}
+            state: dict[str, Any] = {**scope.get("state", {}), EMAIL_STATE_KEY: auth.email}
             if auth.agent is not None:
                 state[AGENT_STATE_KEY] = auth.agent
             await self.app({**scope, "state": state}, receive, send)
@@ -125,7 +125,7 @@ def _origin_of(scope: Scope, headers: dict[str, str]) -> str:
 def _path_of(scope: Scope) -> str:
     """The request's path as sent (percent-encoded), without its query."""
     raw = scope.get("raw_path")
-    if raw:
+    if isinstance(raw, bytes) and raw:
         return raw.decode("latin-1").split("?", 1)[0]
     return quote(scope.get("path", "/"))
 

@@ -57,12 +57,12 @@ class AgentPassMiddleware:
         exclude: Iterable[str] = (),
     ) -> None:
         self.app = app
-        self.verifier = verifier if verifier is not None else Verifier()
-        self.public_url = public_base_url(public_url)
+        self.verifier: Verifier = verifier if verifier is not None else Verifier()
+        self.public_url: str | None = public_base_url(public_url)
         # AgentPass's URL: every 401 then names its Agent Auth discovery beside Bearer.
         self.agent_auth_challenge = agent_auth_challenge
         # Paths left open (`/healthz`, `/docs/`): the request goes through unauthenticated.
-        self.is_excluded = excluded_paths(exclude)
+        self.is_excluded: Callable[[str], bool] = excluded_paths(exclude)
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         if self.is_excluded(environ.get("PATH_INFO", "")):
