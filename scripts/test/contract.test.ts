@@ -274,6 +274,29 @@ async function contractOf(name: string, subject: Subject): Promise<void> {
   it("publishes a document with operations", () => {
     assert.ok(Object.keys(document.paths).length > 0);
   });
+  it("tags and describes every operation, each tag declared with a description", () => {
+    const declared = new Map(
+      ((document as { tags?: { name: string; description?: string }[] }).tags ?? []).map((tag) => [
+        tag.name,
+        tag.description ?? "",
+      ]),
+    );
+    const faults: string[] = [];
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const { tags = [], description = "" } = operation as Operation & {
+          tags?: string[];
+          description?: string;
+        };
+        const named = `${method.toUpperCase()} ${path}`;
+        if (tags.length === 0) faults.push(`${named}: no tag`);
+        if (description.trim() === "") faults.push(`${named}: no description`);
+        for (const tag of tags)
+          if (!declared.get(tag)) faults.push(`${named}: tag ${tag} undeclared`);
+      }
+    }
+    assert.deepEqual(faults, []);
+  });
   for (const [path, item] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       if (typeof operation !== "object" || !("responses" in operation)) continue;

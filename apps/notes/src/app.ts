@@ -88,6 +88,15 @@ export function createNotesApi(
         license: { name: "MIT", identifier: "MIT" },
       },
       servers: [{ url: options.publicUrl }],
+      tags: [
+        { name: "About", description: "What this API offers and how to authenticate" },
+        { name: "Notes", description: "The caller's notes: list, search, read, write" },
+        { name: "Tags", description: "The caller's tags" },
+        { name: "MCP", description: "The same notes and tags as an MCP server" },
+        { name: "Agent Auth", description: "Capabilities agents execute here" },
+        { name: "Metadata", description: "OAuth protected resource metadata (RFC 9728)" },
+        { name: "Health", description: "Probes for an orchestrator" },
+      ],
       components: {
         securitySchemes: {
           sessionToken: {
@@ -143,6 +152,9 @@ function indexEndpoint(api: () => Endpoint[]): Endpoint {
     public: true,
     operation: {
       operationId: "apiIndex",
+      description:
+        "Public: every endpoint of this API with its method and summary, and how to authenticate: what an agent reads first.",
+      tags: ["About"],
       summary: "This index: every endpoint and how to authenticate",
       security: [],
       responses: {

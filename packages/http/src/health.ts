@@ -28,6 +28,9 @@ export function healthEndpoints(
       path: "/healthz",
       operation: {
         operationId: "liveness",
+        description:
+          "Answers 200 while the process serves; checks nothing else, for a container's liveness probe.",
+        tags: ["Health"],
         summary: "Liveness: the process answers",
         security: [],
         responses: {
@@ -41,6 +44,9 @@ export function healthEndpoints(
       path: "/readyz",
       operation: {
         operationId: "readiness",
+        description:
+          "200 when the database answers and the instance can do its job; 503 with the reason otherwise (shutting down, the partner key refused, …), for a load balancer's readiness probe.",
+        tags: ["Health"],
         summary: "Readiness: the database answers and the instance can do its job",
         security: [],
         responses: {

@@ -222,6 +222,14 @@ function apiDescription(publicUrl: string) {
       license: { name: "MIT", identifier: "MIT" },
     },
     servers: [{ url: publicUrl }],
+    tags: [
+      { name: "Partners", description: "A partner verifies an agent's token: the person's email" },
+      { name: "Agents", description: "An agent trades its person's user key for session tokens" },
+      { name: "Agent Auth", description: "The Agent Auth Protocol: hosts, agents, capabilities" },
+      { name: "OAuth", description: "OAuth 2.0: device and code grants, introspection, clients" },
+      { name: "Directory", description: "The public list of partners" },
+      { name: "Health", description: "Probes for an orchestrator" },
+    ],
     components: {
       securitySchemes: {
         partnerKey: {

@@ -76,6 +76,7 @@ export function mcpEndpoint(
     // (tools/list, resources/list) describes the methods.
     operation: {
       operationId: "mcpMessage",
+      tags: ["MCP"],
       summary: "MCP server (Streamable HTTP): the notes and tags tools, notes as resources",
       description:
         "One JSON-RPC message (or a batch) per request, answered with JSON, never a stream; no sessions. Send `Accept: application/json, text/event-stream`. A 401's `WWW-Authenticate` names the protected resource metadata (RFC 9728) that says where AgentPass issues tokens for this resource.",
@@ -169,11 +170,21 @@ function jsonRpcError(status: number, code: number, message: string): Answer {
  * client reads it as "no stream here" rather than as a fault.
  */
 export const MCP_UNSERVED: DocumentedRoute[] = [
-  { method: "GET", operationId: "mcpStream", summary: "No server-to-client stream: always 405" },
-  { method: "DELETE", operationId: "mcpEndSession", summary: "No sessions to end: always 405" },
-].map(({ method, operationId, summary }) => ({
+  {
+    method: "GET",
+    operationId: "mcpStream",
+    summary: "No server-to-client stream: always 405",
+    description: "This server pushes nothing between requests: each POST is answered in full.",
+  },
+  {
+    method: "DELETE",
+    operationId: "mcpEndSession",
+    summary: "No sessions to end: always 405",
+    description: "The server is stateless: there is no session to end.",
+  },
+].map(({ method, operationId, summary, description }) => ({
   method: method as "GET" | "DELETE",
   path: MCP_PATH,
-  operation: { operationId, summary, security: [], responses: {} },
+  operation: { operationId, summary, description, tags: ["MCP"], security: [], responses: {} },
   errors: [COMMON_ERRORS.method_not_allowed],
 }));

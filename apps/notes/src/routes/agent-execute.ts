@@ -76,6 +76,7 @@ export function agentExecuteEndpoint(ctx: NotesContext, agentpassUrl: string): E
     renderError: renderProtocolError,
     operation: {
       operationId: "executeCapability",
+      tags: ["Agent Auth"],
       summary: "An agent executes one of the notes API's capabilities (Agent Auth Protocol 5.11)",
       description:
         "`Authorization: Bearer <agent JWT>` whose `aud` is this URL. Capabilities: `list_notes`, `create_note` (their schemas: AgentPass's `GET /capability/describe`). Errors are the protocol's `{ error, message }`; `constraint_violated` carries `violations`.",

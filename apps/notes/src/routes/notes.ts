@@ -32,6 +32,9 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
       path: "/api/notes",
       operation: {
         operationId: "listNotes",
+        description:
+          "The caller's notes only. `search` matches every term in title or text; `tagId` filters; `limit` and `offset` paginate; `total` counts every match.",
+        tags: ["Notes"],
         summary: "List your notes, newest-updated first; search, filter by tag, paginate",
         security: SESSION_TOKEN_SECURITY,
         responses: { "200": json("A page of notes and the total matching", NotePage) },
@@ -50,6 +53,9 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
       path: "/api/notes/{id}",
       operation: {
         operationId: "getNote",
+        description:
+          "One of the caller's notes by id; another person's note is 404, as one that does not exist.",
+        tags: ["Notes"],
         summary: "Fetch one of your notes",
         security: SESSION_TOKEN_SECURITY,
         responses: { "200": json("The note", NoteAnswer) },
@@ -69,6 +75,9 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
       path: "/api/notes",
       operation: {
         operationId: "createNote",
+        description:
+          "A title (1 to 500 characters), an optional block document and its plain text (what search reads), and tags of the caller's; refused 409 past the caller's note or text limits. A note an agent writes names it as `agent`.",
+        tags: ["Notes"],
         summary: "Create a note",
         security: SESSION_TOKEN_SECURITY,
         responses: { "201": json("The new note", NoteAnswer) },
@@ -94,6 +103,9 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
       path: "/api/notes/{id}",
       operation: {
         operationId: "updateNote",
+        description:
+          "Changes only the fields sent; `tagIds` replaces the set; `updatedAt` moves. Another person's note is 404.",
+        tags: ["Notes"],
         summary:
           "Update a note: any subset of title, content, contentText, tagIds (replaces the set)",
         security: SESSION_TOKEN_SECURITY,
@@ -121,6 +133,9 @@ export function noteEndpoints(ctx: NotesContext, authenticateUser: Authenticate)
       path: "/api/notes/{id}",
       operation: {
         operationId: "deleteNote",
+        description:
+          "Deletes one of the caller's notes, with its tag links; 204. Another person's note is 404.",
+        tags: ["Notes"],
         summary: "Delete a note",
         security: SESSION_TOKEN_SECURITY,
         responses: { "204": { description: "Deleted" } },

@@ -69,6 +69,9 @@ export function protectedResourceEndpoints(options: {
       operation: {
         operationId,
         summary: `OAuth protected resource metadata (RFC 9728) of ${path || "the REST API"}`,
+        description:
+          "Public: the resource's URL, AgentPass as its authorization server, and the DPoP algorithms it takes; what an OAuth or MCP client reads after a 401 names it.",
+        tags: ["Metadata"],
         security: [],
         responses: {
           "200": {

@@ -24,6 +24,8 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
       path: "/api/tags",
       operation: {
         operationId: "listTags",
+        description: "The caller's tags, by name ignoring case.",
+        tags: ["Tags"],
         summary: "List your tags by name",
         security: SESSION_TOKEN_SECURITY,
         responses: { "200": json("Your tags", TagList) },
@@ -40,6 +42,9 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
       path: "/api/tags",
       operation: {
         operationId: "createTag",
+        description:
+          "A name of 1 to 100 characters, unique among the caller's tags ignoring case (409 otherwise).",
+        tags: ["Tags"],
         summary: "Create a tag (names are unique per user, ignoring case)",
         security: SESSION_TOKEN_SECURITY,
         responses: { "201": json("The new tag", TagAnswer) },
@@ -59,6 +64,9 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
       path: "/api/tags/{id}",
       operation: {
         operationId: "renameTag",
+        description:
+          "Renames one of the caller's tags; the notes that carry it keep it. 409 for a name another of the caller's tags has.",
+        tags: ["Tags"],
         summary: "Rename a tag",
         security: SESSION_TOKEN_SECURITY,
         responses: { "200": json("The renamed tag", TagAnswer) },
@@ -85,6 +93,9 @@ export function tagEndpoints(ctx: NotesContext, authenticateUser: Authenticate):
       path: "/api/tags/{id}",
       operation: {
         operationId: "deleteTag",
+        description:
+          "Deletes one of the caller's tags and removes it from every note, whose `updatedAt` stays.",
+        tags: ["Tags"],
         summary: "Delete a tag (it is removed from every note)",
         security: SESSION_TOKEN_SECURITY,
         responses: { "204": { description: "Deleted" } },

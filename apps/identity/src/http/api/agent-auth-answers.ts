@@ -40,14 +40,17 @@ const REFUSALS = {
 };
 const Status = z.object({}).passthrough().meta({ description: "The protocol's answer" });
 
+/** An operation of the protocol's, in its document: its answers, its refusals, its security. */
 export function operation(
   operationId: string,
   summary: string,
   security: Record<string, string[]>[] = [{ hostJwt: [] }],
+  description?: string,
 ) {
   return {
     operationId,
     summary,
+    ...(description && { description }),
     tags: ["Agent Auth"],
     security,
     responses: {

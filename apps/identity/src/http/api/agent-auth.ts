@@ -65,6 +65,8 @@ export function agentAuthEndpoints(
     public: true,
     operation: {
       operationId: "agentAuthConfiguration",
+      description:
+        "What an Agent Auth client reads first: the issuer, algorithms (Ed25519), modes (delegated), approval methods (device authorization) and every endpoint as an absolute URL.",
       summary: "Agent Auth Protocol discovery (section 5.1)",
       tags: ["Agent Auth"],
       security: [],
@@ -96,6 +98,8 @@ export function agentAuthEndpoints(
     method: "POST",
     path: PATHS.register,
     operationId: "agentAuthRegister",
+    description:
+      "`Authorization: Bearer <host JWT>` (`host+jwt`, `aud` this issuer, used once); the JWT carries `agent_public_key`. The agent is pending until its person types the answer's `user_code` at `/device`; poll `/agent/status`. `capabilities` asks for grants, optionally narrowed by constraints. Retrying with the same key answers the same agent.",
     summary: "Register an agent under a host (section 5.3); its person approves it at /device",
     body: z.object({
       name: z.string().min(1).max(200),
@@ -162,7 +166,12 @@ export function agentAuthEndpoints(
     path: PATHS.status,
     maxBodyBytes: MAX_BODY_BYTES,
     renderError: renderAgentAuthError,
-    operation: operation("agentAuthStatus", "An agent's status (section 5.5), for its host"),
+    operation: operation(
+      "agentAuthStatus",
+      "An agent's status (section 5.5), for its host",
+      [{ hostJwt: [] }],
+      "`Authorization: Bearer <host JWT>` (`host+jwt`, `aud` this issuer, used once); an agent of another host is 404 `agent_not_found`. A pending host may read it: that is how it learns its person approved.",
+    ),
     admit: bearerOf,
     input: { query: z.object({ agent_id: z.string().min(1).max(100) }) },
     refuseInput: refuseAgentAuthInput,
@@ -180,6 +189,8 @@ export function agentAuthEndpoints(
     method: "POST",
     path: PATHS.reactivate,
     operationId: "agentAuthReactivate",
+    description:
+      "`Authorization: Bearer <host JWT>` (`host+jwt`, `aud` this issuer, used once); an expired agent is active again with the grants it held; one past its absolute lifetime is revoked (403 `absolute_lifetime_exceeded`).",
     summary: "Reactivate an expired agent (section 5.6)",
     body: AgentIdBody,
     async handle(request, host, body) {
@@ -197,6 +208,8 @@ export function agentAuthEndpoints(
     method: "POST",
     path: PATHS.revoke,
     operationId: "agentAuthRevoke",
+    description:
+      "`Authorization: Bearer <host JWT>` (`host+jwt`, `aud` this issuer, used once); the agent's JWTs and the tokens it minted stop on the next request, on every instance; the host's other agents keep working.",
     summary: "Revoke an agent of this host (section 5.7)",
     body: AgentIdBody,
     async handle(request, host, body) {
@@ -213,6 +226,8 @@ export function agentAuthEndpoints(
     method: "POST",
     path: PATHS.rotate_key,
     operationId: "agentAuthRotateKey",
+    description:
+      "`Authorization: Bearer <host JWT>` (`host+jwt`, `aud` this issuer, used once); `public_key` replaces the agent's key; JWTs signed by the old one are refused from now.",
     summary: "Replace an agent's key (section 5.8); the old key stops at once",
     body: z.object({ agent_id: z.string().min(1).max(100), public_key: Jwk }),
     async handle(request, host, body) {
@@ -239,6 +254,8 @@ export function agentAuthEndpoints(
     method: "POST",
     path: PATHS.rotate_host_key,
     operationId: "agentAuthRotateHostKey",
+    description:
+      "`Authorization: Bearer <host JWT>` (`host+jwt`, `aud` this issuer, used once); signed by the current key; `public_key` replaces it, and the host's agents are untouched.",
     summary: "Replace the host's key (section 5.9); its agents keep working",
     body: z.object({ public_key: Jwk }),
     async handle(request, host, body) {
@@ -262,6 +279,8 @@ export function agentAuthEndpoints(
     method: "POST",
     path: PATHS.revoke_host,
     operationId: "agentAuthRevokeHost",
+    description:
+      "`Authorization: Bearer <host JWT>` (`host+jwt`, `aud` this issuer, used once); the host and every agent under it are revoked; answers how many agents were.",
     summary: "Revoke this host and every agent under it (section 5.10)",
     body: z.object({}).passthrough(),
     bodyRequired: false,
@@ -333,6 +352,7 @@ export function agentAuthEndpoints(
     path: string;
     operationId: string;
     summary: string;
+    description: string;
     body: B;
     bodyRequired?: boolean;
     registering?: boolean;
@@ -347,7 +367,12 @@ export function agentAuthEndpoints(
       path: definition.path,
       maxBodyBytes: MAX_BODY_BYTES,
       renderError: renderAgentAuthError,
-      operation: operation(definition.operationId, definition.summary),
+      operation: operation(
+        definition.operationId,
+        definition.summary,
+        [{ hostJwt: [] }],
+        definition.description,
+      ),
       admit: bearerOf,
       input: { body: definition.body, bodyRequired: definition.bodyRequired ?? true },
       refuseInput: refuseAgentAuthInput,

@@ -64,6 +64,7 @@ export function agentCapabilityEndpoints(
       "agentAuthCapabilities",
       "The capabilities partners offer agents (section 5.2); with an agent JWT, which it holds",
       [{}, { hostJwt: [] }, { agentJwt: [] }],
+      "Public: names and descriptions, filtered by `query` (every word in either). With an agent JWT (`aud` this issuer), each carries `grant_status`. One page: `has_more` is false.",
     ),
     admit: bearerOf,
     input: { query: z.object({ query: z.string().max(200).optional() }) },
@@ -94,11 +95,12 @@ export function agentCapabilityEndpoints(
     path: PATHS.describe_capability,
     public: true,
     renderError: renderAgentAuthError,
-    operation: operation("agentAuthDescribeCapability", "One capability in full (section 5.2.1)", [
-      {},
-      { hostJwt: [] },
-      { agentJwt: [] },
-    ]),
+    operation: operation(
+      "agentAuthDescribeCapability",
+      "One capability in full (section 5.2.1)",
+      [{}, { hostJwt: [] }, { agentJwt: [] }],
+      "Its input and output JSON Schemas, the partner offering it and its `location`: where an agent sends `{ capability, arguments }` with a JWT whose `aud` is that URL. 404 `capability_not_found` for no such name.",
+    ),
     admit: bearerOf,
     input: { query: z.object({ name: z.string().min(1).max(200) }) },
     refuseInput: refuseAgentAuthInput,
@@ -128,6 +130,7 @@ export function agentCapabilityEndpoints(
       "agentAuthRequestCapability",
       "An agent asks for more capabilities (section 5.4); its person approves them at /device",
       [{ agentJwt: [] }],
+      "`Authorization: Bearer <agent JWT>` (`aud` this issuer). Grants it holds already are answered as they are; the others are pending, with an `approval` whose code its person confirms at `/device`, choosing which to grant.",
     ),
     admit: bearerOf,
     input: {

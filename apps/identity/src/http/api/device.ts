@@ -55,6 +55,9 @@ export function deviceEndpoints(flow: DeviceFlow): Endpoint[] {
       renderError: renderOAuthError,
       operation: {
         operationId: "startDeviceLogin",
+        description:
+          "No credentials: answers a device code for the CLI to poll and a user code its person confirms at `/device`, signed in. The same flow as `POST /oauth/device_authorization` with the client `agentpass-cli`.",
+        tags: ["Agents"],
         summary: "Start a browser login for the CLI (an alias of /oauth/device_authorization)",
         security: [],
         responses: {
@@ -93,6 +96,7 @@ export function deviceEndpoints(flow: DeviceFlow): Endpoint[] {
       renderError: renderOAuthError,
       operation: {
         operationId: "pollDeviceLogin",
+        tags: ["Agents"],
         summary:
           "Poll a browser login; once approved, answers a new user key once (an alias of /oauth/token)",
         description:

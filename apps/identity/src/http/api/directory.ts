@@ -40,6 +40,9 @@ export function directoryEndpoint(ctx: IdentityContext): Endpoint {
     public: true,
     operation: {
       operationId: "listPartners",
+      description:
+        "Public, no credentials: each listed partner's id (the `audience` of a token bound to it), name, website and whether AgentPass verified that the partner controls it.",
+      tags: ["Directory"],
       summary: "The public partner directory: partners that chose to be listed",
       security: [],
       responses: {

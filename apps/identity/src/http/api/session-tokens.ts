@@ -90,6 +90,7 @@ export function sessionTokensEndpoint(
     outcome: "mint",
     operation: {
       operationId: "mintSessionToken",
+      tags: ["Agents"],
       summary: "Trade a user key for a session token (the agent CLI does this)",
       description:
         "With a `DPoP` header (an RFC 9449 proof for `POST` and this URL, no `ath`, no nonce), the token is bound to the proof's key: `tokenType` is `DPoP`, and partners verify it only with a fresh proof by that key. A user key from a DPoP device login mints only with a proof by its own key.",

@@ -97,6 +97,7 @@ export function verifyEndpoint(ctx: IdentityContext, limits: VerifyLimits): Endp
     outcome: "verify",
     operation: {
       operationId: "verifySessionToken",
+      tags: ["Partners"],
       summary: "Turn a session token into the verified email of the person who minted it",
       description:
         "A token minted with a DPoP proof is bound to the agent's key (RFC 9449): send `dpop`, the method, URL and `DPoP` header of the request it came with. Without it such a token is `session_token_proof_required`; a proof that fails a check is `session_token_proof_invalid`, whose message names the check (`Invalid DPoP proof: The DPoP proof's htu is not this URL`). Each proof is accepted once, on every instance and for every partner. A token not bound ignores `dpop`.",

@@ -192,6 +192,7 @@ export const AUTHORIZE_PAGE: DocumentedRoute = {
   path: "/oauth/authorize",
   operation: {
     operationId: "authorize",
+    tags: ["OAuth"],
     summary: "OAuth authorization endpoint: the consent page a person's browser is sent to",
     description:
       "Authorization code with PKCE (S256) only. A browser without a signed-in session is sent to sign in first, then back here.",

@@ -34,6 +34,8 @@ export function deviceAuthorizationEndpoint(flow: DeviceFlow) {
     renderError: renderOAuthError,
     operation: {
       operationId: "oauthDeviceAuthorization",
+      description:
+        "A form with `client_id`: answers `device_code`, `user_code`, `verification_uri` and `verification_uri_complete` (which only fills the code in: the person confirms it at `/device`, signed in), `expires_in` and `interval`.",
       security: [],
       summary: "Start a device login (RFC 8628)",
       tags: ["OAuth"],

@@ -62,6 +62,8 @@ export function metadataEndpoint(issuer: string) {
     public: true,
     operation: {
       operationId: "oauthMetadata",
+      description:
+        "Public: the issuer, every endpoint, the grant types, PKCE (S256), DPoP algorithms and client authentication methods, as RFC 8414 names them; claims with no value are omitted.",
       security: [],
       summary: "OAuth 2.0 authorization server metadata (RFC 8414)",
       tags: ["OAuth"],

@@ -45,6 +45,8 @@ export function registrationEndpoint(
     renderError: renderOAuthError,
     operation: {
       operationId: "oauthRegister",
+      description:
+        "JSON client metadata; public clients only (`token_endpoint_auth_method` `none`), with https redirect URIs or loopback ones for native apps. A client no code was issued to is deleted a day on.",
       security: [],
       summary: "Register a public client (RFC 7591)",
       tags: ["OAuth"],

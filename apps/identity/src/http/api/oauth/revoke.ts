@@ -29,6 +29,8 @@ export function revocationEndpoint(
     renderError: renderOAuthError,
     operation: {
       operationId: "oauthRevoke",
+      description:
+        "A form with `token` (a refresh token of the grant): the grant ends, and every token it minted stops on the next request, on every instance. An unknown token is answered 200, as RFC 7009 asks.",
       security: [],
       summary: "Revoke a grant by any of its refresh tokens, and every token it made (RFC 7009)",
       tags: ["OAuth"],

@@ -240,6 +240,8 @@ export function tokenEndpoint(
     renderError: renderOAuthError,
     operation: {
       operationId: "oauthToken",
+      description:
+        "A form (`application/x-www-form-urlencoded`). Access tokens are 5-minute session tokens; a refresh token rotates on each use, and a reused one ends the grant. With a `DPoP` proof the tokens are bound to its key; `resource` (RFC 8707) binds them to one partner.",
       security: [],
       summary: "Token endpoint: device code, authorization code (PKCE), refresh token",
       tags: ["OAuth"],
