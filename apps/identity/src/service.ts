@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import {
   type MigrationReport,
   type OpenedDatabase,
@@ -46,6 +47,11 @@ import type { IdentityDatabase } from "./store/schema.ts";
 import { createStore } from "./store/store.ts";
 import { createUsageStore } from "./store/usage-store.ts";
 import { createWebStore } from "./store/web-store.ts";
+
+/** This release's version, as its package.json says (`agentpass_build_info`). */
+const PACKAGE_VERSION: string = JSON.parse(
+  readFileSync(new URL("../package.json", import.meta.url), "utf8"),
+).version;
 
 export interface IdentityService {
   /** Answers every request: the API endpoints and the pages, through the one router. */
@@ -177,7 +183,10 @@ export async function openIdentityService(
           config.retention,
         )
       : undefined;
-    const metrics = createServiceMetrics({ token: config.metricsToken });
+    const metrics = createServiceMetrics({
+      token: config.metricsToken,
+      build: { service: "identity", version: PACKAGE_VERSION },
+    });
     addDatabaseMetrics(metrics, {
       pool: () => readPoolStats(database),
       cacheLookups: () => ctx.store.keyCacheLookups,

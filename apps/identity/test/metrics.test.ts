@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import {
   createTestDatabase,
@@ -128,6 +129,12 @@ for (const engine of testEngines()) {
       const samples = parsePrometheusText(text);
       assert.ok(sampleValue(samples, "process_resident_memory_bytes") > 0);
       assert.ok(sampleValue(samples, "nodejs_eventloop_lag_seconds") >= 0);
+      // What runs: the service, its version and the Node version running it.
+      const { version } = JSON.parse(
+        readFileSync(new URL("../package.json", import.meta.url), "utf8"),
+      ) as { version: string };
+      const build = `agentpass_build_info{service="identity",version="${version}",node_version="${process.versions.node}"} 1`;
+      assert.ok(text.split("\n").includes(build), build);
     });
   });
 

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { type MigrationReport, openDatabase, prepareSchema, readPoolStats } from "@agentpass/db";
 import {
   addDatabaseMetrics,
@@ -25,6 +26,11 @@ import { notesMigrations } from "./store/migrations.ts";
 import type { NotesDatabase } from "./store/schema.ts";
 import { createNotesStore } from "./store/store.ts";
 import { createUnavailableLog } from "./unavailable-log.ts";
+
+/** This release's version, as its package.json says (`agentpass_build_info`). */
+const PACKAGE_VERSION: string = JSON.parse(
+  readFileSync(new URL("../package.json", import.meta.url), "utf8"),
+).version;
 
 /**
  * Successful verifications are reused this long at most (and never past the token's expiry):
@@ -153,7 +159,10 @@ export async function openNotesService(
       reportUnavailable: createUnavailableLog(logger, Date.now),
       verifier: watched.verifier,
     };
-    const metrics = createServiceMetrics({ token: config.metricsToken });
+    const metrics = createServiceMetrics({
+      token: config.metricsToken,
+      build: { service: "notes", version: PACKAGE_VERSION },
+    });
     addDatabaseMetrics(metrics, {
       pool: () => readPoolStats(database),
       cacheLookups: () => ctx.store.userCacheLookups,

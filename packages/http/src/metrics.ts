@@ -44,8 +44,22 @@ export interface ServiceMetrics {
  * endpoints that name one (verify, mint). Labels hold route templates and codes from the
  * services' error tables only, never a path or a value a client chose.
  */
-export function createServiceMetrics(options: { token?: string | undefined } = {}): ServiceMetrics {
+export function createServiceMetrics(
+  options: {
+    token?: string | undefined;
+    /** What runs: `agentpass_build_info{service, version, node_version}` is 1 for it. */
+    build?: { service: string; version: string };
+  } = {},
+): ServiceMetrics {
   const registry = new Registry();
+  if (options.build) {
+    new Gauge({
+      name: "agentpass_build_info",
+      help: "1, labelled with the service, its version and the Node version running it",
+      labelNames: ["service", "version", "node_version"],
+      registers: [registry],
+    }).set({ ...options.build, node_version: process.versions.node }, 1);
+  }
   // The standard process and Node runtime series (process_resident_memory_bytes,
   // nodejs_eventloop_lag_seconds, nodejs_gc_duration_seconds, …) under their usual names, so
   // the dashboards and alerts written for any Node service work here.
