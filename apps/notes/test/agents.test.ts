@@ -203,6 +203,14 @@ for (const engine of testEngines()) {
       assert.equal(elsewhere.status, 401);
       assert.equal(elsewhere.body.error, "invalid_jwt");
       assert.match(elsewhere.headers.get("www-authenticate") ?? "", /^AgentAuth discovery="/);
+      // A person AgentPass vouches for, without a notes account: the agent is refused here.
+      const stranger = await notes.person(undefined, false);
+      const outsider = await agentOf(stranger.email, await ed25519Key(), "outsider", [
+        "list_notes",
+      ]);
+      const noAccount = await execute("list_notes", {}, await outsider.jwt(location));
+      assert.equal(noAccount.status, 403);
+      assert.equal(noAccount.body.error, "no_account");
       const anonymous = await notes.app.request("/agent/execute", {
         method: "POST",
         headers: { "content-type": "application/json" },

@@ -4,6 +4,8 @@ import { Ajv, type ErrorObject } from "ajv";
  * A schema compiled to a check answering true or what failed, or why it cannot be compiled.
  * A partner's `pattern` is refused: AgentPass runs no partner's regular expression (one could
  * take seconds on a crafted argument); the location checks patterns itself. Formats are notes.
+ * One instance for the process holds nothing between calls: each schema is removed once
+ * compiled, so it is no cache a revocation could outlive.
  */
 const ajv = new Ajv({
   strict: false,

@@ -125,11 +125,14 @@ export function agentExecuteEndpoint(ctx: NotesContext, agentpassUrl: string): E
           body: allowed.body,
         };
       }
-      const { code, status, message } = ERRORS.no_account;
-      const user = await localUser(ctx, allowed.email, new HttpError(ERRORS.no_account)).catch(
-        () => undefined,
-      );
-      if (!user) return protocolError(status === 401 ? 403 : status, code, message);
+      // A person AgentPass vouches for who has no notes account here: 403, the agent's JWT was
+      // good. Any other failure (the database) is the router's 503, as on every endpoint.
+      const noAccount = new HttpError(ERRORS.no_account);
+      const user = await localUser(ctx, allowed.email, noAccount).catch((error: unknown) => {
+        if (error === noAccount) return undefined;
+        throw error;
+      });
+      if (!user) return protocolError(403, "no_account", ERRORS.no_account.message);
       const args = body.arguments ?? {};
       const agent = { id: allowed.agent.id, name: allowed.agent.name };
       if (allowed.capability === "create_note") {
