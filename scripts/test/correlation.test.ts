@@ -121,6 +121,20 @@ for (const engine of testEngines()) {
       assert.equal(identityLine?.status, 200);
     });
 
+    it("follows a later traceparent version, and passes the trace's tracestate on", async () => {
+      const requestId = `edge-${crypto.randomUUID()}`;
+      const response = await listNotes(await mint(), {
+        "x-request-id": requestId,
+        traceparent: `01-${TRACE_ID}-b7ad6b7169203331-01-a-later-field`,
+        tracestate: "vendor=opaque",
+      });
+      assert.equal(response.status, 200);
+      const [notesLine] = accessLine(notesLines, "/api/notes", requestId);
+      const [identityLine] = accessLine(identityLines, "/api/verify", requestId);
+      assert.equal(notesLine?.traceId, TRACE_ID);
+      assert.equal(identityLine?.traceId, TRACE_ID);
+    });
+
     for (const [label, given] of [
       ["a malformed", "two words;"],
       ["an oversized", "x".repeat(129)],

@@ -199,9 +199,18 @@ describe("request ids and trace context", () => {
       `00-${traceId.toUpperCase()}-00f067aa0ba902b7-01`,
       `ff-${traceId}-00f067aa0ba902b7-01`,
       `00-${traceId}-00f067aa0ba902b7`,
+      `00-${traceId}-00f067aa0ba902b7-01-more`,
     ]) {
       await send(bad);
       assert.equal(lines.at(-1)?.traceId, undefined, bad);
+    }
+    // A later version is read as far as version 00 goes (W3C Trace Context, section 4.3).
+    for (const later of [
+      `01-${traceId}-00f067aa0ba902b7-01`,
+      `cc-${traceId}-00f067aa0ba902b7-01-x-y`,
+    ]) {
+      await send(later);
+      assert.equal(lines.at(-1)?.traceId, traceId, later);
     }
   });
 });

@@ -30,6 +30,16 @@ describe("a verification's call context", () => {
     assert.equal(sent[1]?.get("traceparent"), null);
   });
 
+  it("sends the trace's tracestate with its traceparent, and no tracestate alone", async () => {
+    const { verifier, sent } = recordingVerifier();
+    await verifier.verify("aps_token", { traceparent: TRACEPARENT, tracestate: "vendor=opaque" });
+    assert.equal(sent[0]?.get("tracestate"), "vendor=opaque");
+    await verifier.verify("aps_token", { tracestate: "vendor=opaque" });
+    assert.equal(sent[1]?.get("tracestate"), null);
+    await verifier.verify("aps_token", { traceparent: TRACEPARENT, tracestate: "x".repeat(513) });
+    assert.equal(sent[2]?.get("tracestate"), null, "over 512 characters");
+  });
+
   it("sends neither header when the values are not of their form", async () => {
     const { verifier, sent } = recordingVerifier();
     await verifier.verify("aps_token", { requestId: "two words", traceparent: "00-nope" });

@@ -234,6 +234,7 @@ export function callContextOf(request: ApiCall): CallContext {
   return {
     requestId: request.requestId,
     traceparent: request.trace && childTraceparent(request.trace),
+    tracestate: request.trace?.state,
   };
 }
 
