@@ -66,6 +66,8 @@ const RUN = {
   "metrics-scrape": "parsed as YAML (Debian's python3-yaml): two jobs, one per service",
   "metrics-alerts":
     "parsed as YAML: every series an expression names is one a service serves at /metrics",
+  "otel-collector":
+    "parsed as YAML: an OTLP/HTTP receiver on the port the services' variable names, in a traces pipeline",
   "server-usage": "equal to the usage of agentpass-server --help",
   "notes-usage": "equal to the usage of agentpass-notes --help",
   "cli-logout": "bash, last: afterwards agentpass token has no key",
@@ -209,6 +211,16 @@ describe("the snippets of the README and docs/", () => {
           { input: text, encoding: "utf8" },
         ),
       );
+    const collector = yaml(snippet("otel-collector")) as {
+      receivers: { otlp: { protocols: { http: { endpoint: string } } } };
+      service: { pipelines: { traces: { receivers: string[] } } };
+    };
+    assert.match(collector.receivers.otlp.protocols.http.endpoint, /:4318$/);
+    assert.deepEqual(collector.service.pipelines.traces.receivers, ["otlp"]);
+    assert.match(
+      readFileSync(join(root, "docs/operations.md"), "utf8"),
+      /OTEL_EXPORTER_OTLP_ENDPOINT=http:\/\/otel-collector:4318/,
+    );
     const scrape = yaml(snippet("metrics-scrape")) as { scrape_configs: { job_name: string }[] };
     assert.deepEqual(
       scrape.scrape_configs.map((job) => job.job_name),

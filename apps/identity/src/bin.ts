@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { isSchemaBehind } from "@agentpass/db";
-import { startServer, stopOnSignals, terminalText } from "@agentpass/http";
+import { startServer, startTelemetry, stopOnSignals, terminalText } from "@agentpass/http";
 import { CommandError, runAdminCommand, UsageError } from "./admin-command.ts";
 import { operatorNameOf } from "./audit-command.ts";
 import { runBackupCommand } from "./backup-command.ts";
@@ -166,7 +166,12 @@ async function migrate(config: Parameters<typeof migrateIdentityDatabase>[0]): P
 }
 
 async function serveForever(config: Parameters<typeof openIdentityService>[0]): Promise<void> {
-  const service = await openIdentityService(config, { announce: true });
+  // OpenTelemetry when the standard OTEL_* variables ask for it (docs/operations.md).
+  const telemetry = startTelemetry("agentpass-identity");
+  const service = await openIdentityService(config, {
+    announce: true,
+    ...(telemetry && { tracer: telemetry.tracer }),
+  });
   const server = await startServer(service, {
     port: config.port,
     host: config.host,
@@ -177,7 +182,11 @@ async function serveForever(config: Parameters<typeof openIdentityService>[0]): 
     { url: server.url, engine: config.databaseUrl ? "postgres" : "sqlite" },
     "identity service listening",
   );
-  stopOnSignals(server, { drainMs: config.shutdownDrainMs, logger: service.logger });
+  stopOnSignals(server, {
+    drainMs: config.shutdownDrainMs,
+    logger: service.logger,
+    ...(telemetry && { beforeExit: () => telemetry.shutdown() }),
+  });
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -15,6 +15,7 @@ import {
   type Listener,
   type LoopbackRequest,
 } from "@agentpass/http";
+import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import type { Config } from "./config.ts";
 import type { IdentityContext } from "./context.ts";
@@ -113,7 +114,7 @@ export async function migrateIdentityDatabase(config: Config): Promise<Migration
  */
 export async function openIdentityService(
   config: Config,
-  options: { clock?: Clock; logger?: Logger; announce?: boolean } = {},
+  options: { clock?: Clock; logger?: Logger; announce?: boolean; tracer?: Tracer } = {},
 ): Promise<IdentityService> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
@@ -204,6 +205,7 @@ export async function openIdentityService(
       trustProxy: config.trustProxy,
       flashKey: deriveFlashKey(secret),
       metrics,
+      ...(options.tracer && { tracer: options.tracer }),
     });
     const loopback = createLoopbackClient(listener);
     const secretCheck = secretCheckOf(secret);

@@ -10,6 +10,7 @@ import {
   type ServiceMetrics,
   type TrustProxy,
 } from "@agentpass/http";
+import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { NotesContext } from "./context.ts";
@@ -56,6 +57,8 @@ export function createNotesApi(
     agentpassUrl: string;
     trustProxy?: TrustProxy;
     metrics?: ServiceMetrics;
+    /** The service's tracer (`startTelemetry`): each request a server span. */
+    tracer?: Tracer;
     /**
      * Why `/readyz` fails though the database answers (`shutting_down`, `partner_key_revoked`,
      * …); unset: never.
@@ -140,6 +143,7 @@ export function createNotesApi(
     isUnavailable: isDatabaseUnavailable,
     mapError: answerOfRefusal,
     metrics,
+    ...(options.tracer && { tracer: options.tracer }),
   });
   return { listener, endpoints };
 }

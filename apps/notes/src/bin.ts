@@ -2,7 +2,7 @@
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import { backupDatabase, isSchemaBehind } from "@agentpass/db";
-import { startServer, stopOnSignals, terminalText } from "@agentpass/http";
+import { startServer, startTelemetry, stopOnSignals, terminalText } from "@agentpass/http";
 import { canonicalizeEmail } from "@agentpass/verify";
 import pino from "pino";
 import { loadNotesConfig, type NotesConfig } from "./config.ts";
@@ -144,14 +144,20 @@ async function confirm(question: string): Promise<boolean> {
 }
 
 async function serve(config: NotesConfig): Promise<void> {
-  const service = await openNotesService(config);
+  // OpenTelemetry when the standard OTEL_* variables ask for it (docs/operations.md).
+  const telemetry = startTelemetry("agentpass-notes");
+  const service = await openNotesService(config, telemetry ? { tracer: telemetry.tracer } : {});
   const server = await startServer(service, {
     port: config.port,
     host: config.host,
     drainMs: config.shutdownDrainMs,
   });
   service.logger.info({ url: server.url, agentpass: config.agentpassUrl }, "notes API listening");
-  stopOnSignals(server, { drainMs: config.shutdownDrainMs, logger: service.logger });
+  stopOnSignals(server, {
+    drainMs: config.shutdownDrainMs,
+    logger: service.logger,
+    ...(telemetry && { beforeExit: () => telemetry.shutdown() }),
+  });
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

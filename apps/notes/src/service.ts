@@ -15,6 +15,7 @@ import {
   MAX_CACHE_TTL_MS,
   type Verifier,
 } from "@agentpass/verify";
+import type { Tracer } from "@opentelemetry/api";
 import { LRUCache } from "lru-cache";
 import pino, { type Logger } from "pino";
 import { createNotesApi } from "./app.ts";
@@ -106,7 +107,7 @@ export async function migrateNotesDatabase(config: NotesConfig): Promise<Migrati
  */
 export async function openNotesService(
   config: NotesConfig,
-  options: { clock?: () => number; verifier?: Verifier; logger?: Logger } = {},
+  options: { clock?: () => number; verifier?: Verifier; logger?: Logger; tracer?: Tracer } = {},
 ): Promise<NotesService> {
   const logger =
     options.logger ??
@@ -173,6 +174,7 @@ export async function openNotesService(
       // Named to clients as the issuer: the URL they reach AgentPass at, not ours inside.
       agentpassUrl: config.agentpassPublicUrl,
       metrics,
+      ...(options.tracer && { tracer: options.tracer }),
       notReady: async () => {
         await startProbe;
         return draining ? "shutting_down" : watched.partnerKeyRefused();

@@ -16,6 +16,7 @@ import { ensureDataDir } from "./data-dir.ts";
 import { type MigrationReport, migrateToLatest, readMigrations } from "./migrate.ts";
 import { createReaderPool, type ReaderPool } from "./reader-pool.ts";
 import { createNodeSqliteDialect } from "./sqlite-dialect.ts";
+import { inStatementSpan } from "./statement-spans.ts";
 
 export type Engine = "sqlite" | "postgres";
 
@@ -318,13 +319,14 @@ function discardUnanswered(pool: pg.Pool): PostgresPool {
       let unanswered: Error | undefined;
       return {
         // Kysely's string form only: no query here streams through a cursor.
-        query: ((sql: string, parameters: ReadonlyArray<unknown>) => {
-          const result = client.query(sql, [...parameters]);
-          result.catch((error: Error) => {
-            if (isUnansweredQuery(error)) unanswered = error;
-          });
-          return result;
-        }) as unknown as PostgresPoolClient["query"],
+        query: ((sql: string, parameters: ReadonlyArray<unknown>) =>
+          inStatementSpan("postgresql", sql, () => {
+            const result = client.query(sql, [...parameters]);
+            result.catch((error: Error) => {
+              if (isUnansweredQuery(error)) unanswered = error;
+            });
+            return result;
+          })) as unknown as PostgresPoolClient["query"],
         release: () => client.release(unanswered),
       };
     },

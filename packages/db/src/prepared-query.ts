@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { OpenedDatabase } from "./open-database.ts";
 import { prepareRowObjects } from "./sqlite-rows.ts";
+import { inStatementSpan } from "./statement-spans.ts";
 
 /** A value a prepared read binds. */
 export type PreparedParam = string | number | null;
@@ -91,19 +92,24 @@ function createStatement<Row>(
   if (handles.engine === "sqlite") {
     const { sqlite } = handles;
     let statement: ReturnType<typeof prepareRowObjects> | undefined;
-    return async (...params) => {
-      statement ??= prepareRowObjects(sqlite, sql);
-      if (!first) return statement.all(params) as Row[];
-      const row = statement.get(params);
-      return row ? [row as Row] : [];
-    };
+    return async (...params) =>
+      inStatementSpan("sqlite", sql, () => {
+        statement ??= prepareRowObjects(sqlite, sql);
+        if (!first) return statement.all(params) as Row[];
+        const row = statement.get(params);
+        return row ? [row as Row] : [];
+      });
   }
   const { pool } = handles;
   let index = 0;
   const text = sql.replace(/\?/g, () => `$${++index}`);
   if (handles.poolMode === "transaction") {
-    return async (...params) => (await pool.query({ text, values: params })).rows as Row[];
+    return async (...params) =>
+      (await inStatementSpan("postgresql", text, () => pool.query({ text, values: params })))
+        .rows as Row[];
   }
   const name = `q_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
-  return async (...params) => (await pool.query({ name, text, values: params })).rows as Row[];
+  return async (...params) =>
+    (await inStatementSpan("postgresql", text, () => pool.query({ name, text, values: params })))
+      .rows as Row[];
 }

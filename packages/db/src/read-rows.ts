@@ -2,6 +2,7 @@ import type { CompiledQuery } from "kysely";
 import type { OpenedDatabase } from "./open-database.ts";
 import type { SqlParam } from "./reader-pool.ts";
 import { prepareRowObjects } from "./sqlite-rows.ts";
+import { inStatementSpan } from "./statement-spans.ts";
 
 /** Statements remembered on the service's own SQLite connection; past this, cleared. */
 const MAX_STATEMENTS = 100;
@@ -20,7 +21,11 @@ export function createRowsReader(database: Pick<OpenedDatabase<unknown>, "handle
   if (handles.engine === "postgres") {
     const { pool } = handles;
     return async <Row>(query: CompiledQuery) =>
-      (await pool.query({ text: query.sql, values: [...query.parameters] })).rows as Row[];
+      (
+        await inStatementSpan("postgresql", query.sql, () =>
+          pool.query({ text: query.sql, values: [...query.parameters] }),
+        )
+      ).rows as Row[];
   }
   const { sqlite, readers } = handles;
   if (readers) {

@@ -1,5 +1,6 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { type SqliteDatabase, SqliteDialect, type SqliteStatement } from "kysely";
+import { inStatementSpan } from "./statement-spans.ts";
 
 /**
  * Adapts Node's built-in `node:sqlite` to the interface Kysely's SqliteDialect expects
@@ -20,7 +21,7 @@ function adaptDatabase(database: DatabaseSync): SqliteDatabase {
     prepare: (sql) => {
       let statement = statements.get(sql);
       if (!statement) {
-        statement = adaptStatement(database.prepare(sql));
+        statement = adaptStatement(database.prepare(sql), sql);
         statements.set(sql, statement);
       }
       return statement;
@@ -30,13 +31,17 @@ function adaptDatabase(database: DatabaseSync): SqliteDatabase {
 
 type SqliteValue = null | number | bigint | string | NodeJS.ArrayBufferView;
 
-function adaptStatement(statement: StatementSync): SqliteStatement {
+function adaptStatement(statement: StatementSync, sql: string): SqliteStatement {
   return {
     // A statement that yields columns (SELECT, or anything with RETURNING) is a reader.
     reader: statement.columns().length > 0,
     // node:sqlite yields null-prototype rows; copy them so both engines return plain objects.
-    all: (parameters) => statement.all(...(parameters as SqliteValue[])).map((row) => ({ ...row })),
-    run: (parameters) => statement.run(...(parameters as SqliteValue[])),
+    all: (parameters) =>
+      inStatementSpan("sqlite", sql, () =>
+        statement.all(...(parameters as SqliteValue[])).map((row) => ({ ...row })),
+      ),
+    run: (parameters) =>
+      inStatementSpan("sqlite", sql, () => statement.run(...(parameters as SqliteValue[]))),
     iterate: (parameters) => statement.iterate(...(parameters as SqliteValue[])),
   };
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { context, propagation, ROOT_CONTEXT, type Tracer, trace } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { ApiRequest, headerOf } from "./api-request.ts";
 import type { TrustProxy } from "./client-address.ts";
@@ -7,6 +8,7 @@ import { type Answer, type Endpoint, isPage, type Page, type RefusedRequest } fr
 import { checkInputDeclared, serveEndpoint } from "./endpoint-input.ts";
 import { answerError, COMMON_ERRORS, HttpError, type PlainAnswer } from "./http-error.ts";
 import { METRICS_PATH, mayReadMetrics, outcomeCode, type ServiceMetrics } from "./metrics.ts";
+import { type ServerSpan, startServerSpan } from "./telemetry.ts";
 
 /** A request listener, as `node:http` calls it. */
 export type Listener = (request: IncomingMessage, response: ServerResponse) => void;
@@ -31,6 +33,8 @@ export interface ApiOptions {
    * whoever `mayReadMetrics` lets in (anyone else: 404, as for a path nothing serves).
    */
   metrics?: ServiceMetrics;
+  /** The service's tracer (`startTelemetry`): every request a server span. Unset: none. */
+  tracer?: Tracer;
 }
 
 /** The routes of one path template, by method. */
@@ -77,7 +81,21 @@ export function createApiListener(
     }
   }
 
+  const { tracer } = options;
+  if (!tracer) return (incoming, response) => dispatch(undefined, incoming, response);
+  // Traced: each request a server span under the caller's trace (its `traceparent`, read by
+  // the registered propagator), its handler run in that span's context.
   return (incoming, response) => {
+    const parent = propagation.extract(ROOT_CONTEXT, incoming.headers);
+    const server = startServerSpan(tracer, incoming.method ?? "GET", parent);
+    context.with(trace.setSpan(parent, server.span), () => dispatch(server, incoming, response));
+  };
+
+  function dispatch(
+    server: ServerSpan | undefined,
+    incoming: IncomingMessage,
+    response: ServerResponse,
+  ) {
     const url = incoming.url ?? "/";
     const queryStart = url.indexOf("?");
     const path = queryStart === -1 ? url : url.slice(0, queryStart);
@@ -95,16 +113,19 @@ export function createApiListener(
       }
     }
     if (!route && path === METRICS_PATH && options.metrics) {
-      return serveMetrics(options.metrics, exchange(incoming, response, path, METRICS_PATH));
+      return serveMetrics(
+        options.metrics,
+        exchange(server, incoming, response, path, METRICS_PATH),
+      );
     }
     if (!route) {
-      const current = exchange(incoming, response, path);
+      const current = exchange(server, incoming, response, path);
       current.renderError = pageErrorRenderer(current);
       return respondError(new HttpError(COMMON_ERRORS.not_found), current);
     }
     const method = incoming.method === "HEAD" ? "GET" : (incoming.method ?? "GET");
     const definition = route.byMethod.get(method);
-    const current = exchange(incoming, response, path, route.path);
+    const current = exchange(server, incoming, response, path, route.path);
     if (!definition) {
       const allow = allowOf(route);
       if (!route.api) current.renderError = pageErrorRenderer(current);
@@ -156,10 +177,11 @@ export function createApiListener(
     } else {
       settle(answered, current);
     }
-  };
+  }
 
   /** The state of one request between its arrival and its answer. */
   function exchange(
+    server: ServerSpan | undefined,
     incoming: IncomingMessage,
     response: ServerResponse,
     path: string,
@@ -178,6 +200,8 @@ export function createApiListener(
       renderError: undefined as ((answer: PlainAnswer) => Answer) | undefined,
       /** The endpoint's `outcome`: its answers are counted by code under it. */
       outcome: undefined as string | undefined,
+      /** The request's server span, when the service is traced. */
+      server,
     };
   }
   type Exchange = ReturnType<typeof exchange>;
@@ -290,6 +314,7 @@ export function createApiListener(
     response.end(incoming.method === "HEAD" ? undefined : data);
     const method = incoming.method ?? "GET";
     const ms = performance.now() - current.started;
+    const spanContext = current.server?.span.spanContext();
     logRequest(options.logger, {
       requestId,
       method,
@@ -297,13 +322,14 @@ export function createApiListener(
       status: answer.status,
       ms,
       trace: current.trace,
+      ...(spanContext && { span: spanContext }),
     });
+    const code = current.outcome ? outcomeCode(answer.status, answer.body) : undefined;
+    current.server?.end({ method, route: current.route, status: answer.status, outcome: code });
     const { metrics } = options;
     if (metrics) {
       metrics.observeRequest(method, current.route, answer.status, ms / 1000);
-      if (current.outcome) {
-        metrics.countOutcome(current.outcome, outcomeCode(answer.status, answer.body));
-      }
+      if (current.outcome && code) metrics.countOutcome(current.outcome, code);
     }
   }
 }
@@ -325,6 +351,8 @@ function logRequest(
     status: number;
     ms: number;
     trace: TraceContext | undefined;
+    /** The request's server span, when traced: its ids are the line's. */
+    span?: { traceId: string; spanId: string };
   },
 ): void {
   const line = {
@@ -333,7 +361,9 @@ function logRequest(
     route: request.route,
     status: request.status,
     ms: Math.round(request.ms * 10) / 10,
-    ...(request.trace && { traceId: request.trace.traceId }),
+    ...(request.span
+      ? { traceId: request.span.traceId, spanId: request.span.spanId }
+      : request.trace && { traceId: request.trace.traceId }),
   };
   logger.info(line, "request");
 }

@@ -69,4 +69,5 @@ export {
   startServer,
 } from "./server.ts";
 export { stopOnSignals } from "./shutdown.ts";
+export { startTelemetry, type Telemetry } from "./telemetry.ts";
 export { escapeControls, terminalText } from "./terminal-text.ts";

@@ -19,7 +19,12 @@ export const IN_FLIGHT_GRACE_MS = 10_000;
  */
 export function stopOnSignals(
   server: RunningServer,
-  options: { drainMs: number; logger: Logger },
+  options: {
+    drainMs: number;
+    logger: Logger;
+    /** Runs once the server has closed, before the exit (the traces not yet exported). */
+    beforeExit?: () => Promise<void>;
+  },
 ): void {
   const exit = (code: number) => process.exit(code);
   const stop = (signal: NodeJS.Signals) => {
@@ -33,7 +38,10 @@ export function stopOnSignals(
     }, options.drainMs + IN_FLIGHT_GRACE_MS);
     forced.unref();
     server.close().then(
-      () => {
+      async () => {
+        await options.beforeExit?.().catch((error: unknown) => {
+          options.logger.warn({ err: error }, "could not flush before exit");
+        });
         clearTimeout(forced);
         options.logger.info("stopped");
         exit(0);

@@ -11,6 +11,7 @@ import {
   type ServiceMetrics,
   type TrustProxy,
 } from "@agentpass/http";
+import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { Counter } from "prom-client";
 import type { RateLimitSettings } from "../config.ts";
@@ -78,6 +79,8 @@ interface AppOptions {
    * series of its own that no `/metrics` answers (an app a test builds beside the service's).
    */
   metrics?: ServiceMetrics;
+  /** The service's tracer (`startTelemetry`): each request a server span. */
+  tracer?: Tracer;
 }
 
 /**
@@ -207,6 +210,7 @@ export function createApp(options: AppOptions): { listener: Listener; endpoints:
     isUnavailable: isDatabaseUnavailable,
     renderPageError,
     metrics,
+    ...(options.tracer && { tracer: options.tracer }),
   });
   return { listener, endpoints };
 }
