@@ -1,57 +1,12 @@
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
 import { after, describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
 import { createTestDatabase, type TestDatabase, testEngines } from "@agentpass/db/testing";
+import { IDENTITY, NOTES, runBin, serveBin } from "./support/bins.ts";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const IDENTITY = "apps/identity/src/bin.ts";
-const NOTES = "apps/notes/src/bin.ts";
-
-/** Runs a bin to completion; its stdout is the answer, its stderr goes to `logs`. */
-function run(bin: string, args: string[], env: Record<string, string>, logs: string[]) {
-  return new Promise<string>((resolve, reject) => {
-    execFile(
-      process.execPath,
-      [bin, ...args],
-      { cwd: ROOT, env: { PATH: "", ...env } },
-      (error, stdout, stderr) => {
-        logs.push(stderr);
-        if (error) reject(new Error(`${bin} ${args.join(" ")}: ${stderr}`));
-        else resolve(stdout.trim());
-      },
-    );
-  });
-}
-
-/** `serve` at the most verbose level, every byte it writes kept in `logs`. */
-function serve(bin: string, env: Record<string, string>, logs: string[]) {
-  const child = spawn(process.execPath, [bin, "serve"], {
-    cwd: ROOT,
-    env: { PATH: "", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "trace", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  const keep = (chunk: Buffer) => {
-    output += chunk;
-    logs.push(chunk.toString());
-  };
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const url = new Promise<string>((resolve, reject) => {
-    child.stdout.on("data", () => {
-      const found = /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
-      if (found) resolve(found);
-    });
-    child.once("exit", (code) => reject(new Error(`exited ${code}: ${output}`)));
-  });
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  const stop = () => {
-    child.kill("SIGTERM");
-    return exited;
-  };
-  return { url, stop };
-}
+/** `serve` at the most verbose level. */
+const serve = (bin: string, env: Record<string, string>, logs: string[]) =>
+  serveBin(bin, { LOG_LEVEL: "trace", ...env }, logs);
+const run = runBin;
 
 for (const engine of testEngines()) {
   describe(`log hygiene (${engine})`, () => {

@@ -1,10 +1,8 @@
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { createTestDatabase, type TestDatabase } from "@agentpass/db/testing";
 import { trace } from "@opentelemetry/api";
 import { registerInstrumentations } from "@opentelemetry/instrumentation";
@@ -14,6 +12,7 @@ import {
   NodeTracerProvider,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-node";
+import { IDENTITY, NOTES, runBin, serveBin } from "./support/bins.ts";
 
 /**
  * OpenTelemetry across the three hops (issue 56): a partner application running the standard
@@ -23,10 +22,6 @@ import {
  * (`http.route`), its call to AgentPass, the identity service's server span and its database
  * statements; each hop carries exactly one `traceparent`; the access-log lines carry the ids.
  */
-
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const IDENTITY = "apps/identity/src/bin.ts";
-const NOTES = "apps/notes/src/bin.ts";
 
 interface ExportedSpan {
   service: string;
@@ -64,7 +59,7 @@ describe("OpenTelemetry from a partner through the notes API to the identity ser
       OTEL_BSP_SCHEDULE_DELAY: "50",
     };
     const identityEnv = { DATA_DIR: identityDb.dataDir, ...otel };
-    const admin = (...args: string[]) => run(IDENTITY, args, identityEnv);
+    const admin = (...args: string[]) => runBin(IDENTITY, args, identityEnv, logs);
     await admin("migrate");
     await admin("accounts", "create", "traced@example.com");
     const userKey = await admin("user-keys", "create", "traced@example.com");
@@ -80,7 +75,7 @@ describe("OpenTelemetry from a partner through the notes API to the identity ser
       ),
     ).id as string;
     const notesKey = await admin("partner-keys", "create", partnerId);
-    const identity = serve(IDENTITY, identityEnv);
+    const identity = serveBin(IDENTITY, identityEnv, logs);
     stops.push(identity.stop);
     const identityUrl = await identity.url;
     toIdentity = await recordingProxy(identityUrl);
@@ -90,9 +85,9 @@ describe("OpenTelemetry from a partner through the notes API to the identity ser
       AGENTPASS_PARTNER_KEY: notesKey,
       ...otel,
     };
-    await run(NOTES, ["migrate"], notesEnv);
-    await run(NOTES, ["users", "add", "traced@example.com"], notesEnv);
-    const notes = serve(NOTES, notesEnv);
+    await runBin(NOTES, ["migrate"], notesEnv, logs);
+    await runBin(NOTES, ["users", "add", "traced@example.com"], notesEnv, logs);
+    const notes = serveBin(NOTES, notesEnv, logs);
     stops.push(notes.stop);
     toNotes = await recordingProxy(await notes.url);
     const minted = await fetch(`${identityUrl}/api/session-tokens`, {
@@ -189,50 +184,6 @@ describe("OpenTelemetry from a partner through the notes API to the identity ser
     assert.equal(notesLine?.traceId, traceId);
     assert.equal(notesLine?.spanId, notesServer.spanId);
   });
-
-  function run(bin: string, args: string[], env: Record<string, string>) {
-    return new Promise<string>((resolve, reject) => {
-      execFile(
-        process.execPath,
-        [bin, ...args],
-        { cwd: ROOT, env: { PATH: "", ...env } },
-        (error, stdout, stderr) => {
-          if (error) reject(new Error(`${bin} ${args.join(" ")}: ${stderr}`));
-          else resolve(stdout.trim());
-        },
-      );
-    });
-  }
-
-  function serve(bin: string, env: Record<string, string>) {
-    const child = spawn(process.execPath, [bin, "serve"], {
-      cwd: ROOT,
-      env: { PATH: "", PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    const keep = (chunk: Buffer) => {
-      output += chunk;
-      logs.push(chunk.toString());
-    };
-    child.stdout.on("data", keep);
-    child.stderr.on("data", keep);
-    const url = new Promise<string>((resolve, reject) => {
-      child.stdout.on("data", () => {
-        const found = /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
-        if (found) resolve(found);
-      });
-      child.once("exit", (code) => reject(new Error(`exited ${code}: ${output}`)));
-    });
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    return {
-      url,
-      stop: () => {
-        child.kill("SIGTERM");
-        return exited;
-      },
-    };
-  }
 });
 
 /** An OTLP/HTTP receiver (JSON, `POST /v1/traces`), its spans flattened with their service. */
